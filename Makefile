@@ -1,0 +1,37 @@
+# Two commands matter: `make reproduce` and `make test`. Everything else is plumbing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= cpu
+ONLY ?=
+STAMP := $(VENV)/.installed
+
+.PHONY: venv reproduce test test-unit test-notebooks bench clean-outputs
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and pinned: this exact version is served from local disk (CPU build); any other spec downloads GBs.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[notebooks,math,dev]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+
+test: test-unit test-notebooks
+
+test-unit: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q
+
+test-notebooks: $(STAMP)
+	OMP_NUM_THREADS=1 DGRO_PROFILE=ci $(PY) -m pytest --nbval-lax notebooks -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(PY) bench/trainer_overhead.py
+
+clean-outputs:
+	rm -rf outputs/ci outputs/cpu

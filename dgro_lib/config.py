@@ -1,0 +1,347 @@
+"""One typed, strict experiment config, loaded from ``params/<profile>/<experiment>.yaml``.
+
+Every field is documented where it is declared (the TRL/CleanRL habit). Loading is strict: an unknown
+key, a missing required key or a value of the wrong type raises :class:`ConfigError` naming the file
+and the dotted key, so a typo in a YAML never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "ModelConfig",
+    "DataConfig",
+    "RewardConfig",
+    "LossConfig",
+    "TrainConfig",
+    "EvalConfig",
+    "ExperimentConfig",
+    "load_config",
+    "config_from_dict",
+    "config_to_dict",
+    "apply_overrides",
+    "expand_sweep",
+    "find_params",
+]
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names the file and the dotted key."""
+
+
+@dataclass
+class ModelConfig:
+    path: str = "embedded"
+    """``"embedded"`` builds (or reuses from ``cache_dir``) the project's tiny CPU model; anything else is a
+    local HF-format directory or a hub id (e.g. ``Qwen/Qwen2.5-7B-Instruct-1M``), loaded by
+    :func:`dgro_lib.models.load_model`."""
+    embedded_preset: str = "cpu"
+    """Which :data:`dgro_lib.models.EMBEDDED_PRESETS` entry builds the embedded model (``ci`` or ``cpu``)."""
+    cache_dir: str = "outputs/models"
+    """Where the embedded model is saved with ``save_pretrained`` and reused, keyed by its config hash."""
+    peft: dict[str, Any] | None = None
+    """Optional LoRA settings passed to peft (``r``, ``alpha``, ``target_modules``, ``dropout``)."""
+
+
+@dataclass
+class DataConfig:
+    source: str = "generated"
+    """``generated`` (the project's own K&K generator, offline), ``official`` (jsonl files under
+    ``official_dir``, e.g. a copy of K-and-K/knights-and-knaves) or ``hub`` (``datasets.load_dataset``)."""
+    official_dir: str | None = None
+    """Directory with ``train/`` and ``test/`` peopleN_numM.jsonl files (only for ``source: official``)."""
+    train_people: list[int] = field(default_factory=lambda: [3])
+    """People counts of the training puzzles (DGRO follows Logic-RL: 3-7)."""
+    n_train: int = 2000
+    """Training puzzles per people count (generated) or at most this many (official)."""
+    eval_people: list[int] = field(default_factory=lambda: [3])
+    """People counts of the held-out evaluation puzzles (DGRO Table 2: 2-8, with 2 and 8 out of distribution)."""
+    n_eval: int = 400
+    """Held-out puzzles per people count."""
+    train_seed: int = 1000
+    """Generator seed of the training set (disjoint from ``eval_seed`` and from the base model's warm-up seed)."""
+    eval_seed: int = 2000
+    """Generator seed of the held-out set."""
+    template: str = "plain"
+    """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``qwen`` for
+    chat checkpoints)."""
+
+
+@dataclass
+class RewardConfig:
+    scheme: str = "[-3,3]"
+    """A DGRO Table 4 scheme (``[-1,1]``, ``[-3,3]``, ``[-5,5]``), ``logic-rl``, or ``custom`` (then set
+    ``coefficients``)."""
+    coefficients: list[float] | None = None
+    """(c_f, c_corr, c_com) of DGRO Eq. 12 when ``scheme: custom``."""
+
+
+@dataclass
+class LossConfig:
+    name: str = "dgro"
+    """Registered loss name (:func:`dgro_lib.losses.list_losses`)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the loss (for ``dgro``: ``beta1``, ``beta2``, ``ratio_level``, ``aggregation``)."""
+    value: str = "group_mean"
+    """Baseline V(x): ``group_mean`` (DGRO, Kimi k1.5) or ``soft`` (beta*log-mean-exp(r/beta), beta=2*beta2/beta1,
+    DGRO Eq. 2/15)."""
+    scale: str | None = None
+    """``None`` (DGRO: A = r - V) or ``group_std`` (GRPO's division by the group std)."""
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int = 90
+    """Optimizer steps. One rollout batch feeds ``num_iterations`` optimizer steps."""
+    learning_rate: float = 3e-5
+    """Adam learning rate (DESIGN section 8: 3e-5 gained +7.5 points on the miniature; the paper used 4e-7 on 7B)."""
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.99
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    lr_scheduler_type: str = "constant"
+    prompts_per_step: int = 4
+    """Distinct prompts per rollout batch."""
+    num_generations: int = 16
+    """Samples per prompt (the group size G)."""
+    num_iterations: int = 1
+    """Optimizer steps per rollout batch. With 1, pi_theta == pi_old at every update and DGRO's beta2 term has
+    zero gradient (DESIGN section 3); use >= 2 to make beta2 act."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
+    max_completion_length: int = 320
+    """Maximum generated tokens per completion."""
+    eval_every: int = 0
+    """Greedy held-out evaluation on ``eval_subset`` puzzles every this many steps (0 = only at start and end)."""
+    eval_subset: int = 100
+    """Held-out puzzles used for the periodic evaluation; the start and end evaluations use all of them."""
+    save_steps: int = 30
+    """Checkpoint every this many steps (a killed run resumes from the last one)."""
+    fast_sampler: bool = True
+    """Use the KV-cache sampler that drops finished rows (DESIGN section 8) through TRL's ``rollout_func`` hook
+    instead of ``model.generate``."""
+    threads: int = 1
+    """torch threads per run (runs are parallelised across processes instead)."""
+
+
+@dataclass
+class EvalConfig:
+    max_new_tokens: int = 400
+    """Generation budget of the held-out evaluation (greedy)."""
+    batch_size: int = 50
+
+
+@dataclass
+class ExperimentConfig:
+    name: str
+    """Experiment name: the notebook and output folder it belongs to."""
+    description: str = ""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """Training seeds; every sweep point runs once per seed."""
+    workers: int = 1
+    """Independent runs executed in parallel processes (one torch thread each)."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    """Dotted key -> list of values, e.g. ``{"reward.scheme": ["[-1,1]", "[-3,3]", "[-5,5]"]}``; runs are the
+    product of all lists, times ``seeds``."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Notebook-specific knobs (documented in the notebook that reads them)."""
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; build nested dataclasses; raise ConfigError naming ``where``."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
+        return _build(tp, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} ({value!r})")
+        return [_coerce(v, args[0] if args else Any, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        kt, vt = args if args else (Any, Any)
+        return {_coerce(k, kt, f"{where} key"): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported annotation {tp!r}")
+
+
+def _build(cls: type, data: dict, where: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise ConfigError(
+            f"unknown key {prefix}{unknown[0]!s} (valid keys of {cls.__name__}: {', '.join(sorted(fields))})"
+        )
+    kwargs = {}
+    for name, f in fields.items():
+        key = f"{where}.{name}" if where else name
+        if name in data:
+            kwargs[name] = _coerce(data[name], hints[name], key)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"missing required key {key}")
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
+    """Build an :class:`ExperimentConfig` from a plain mapping; errors are prefixed by ``source``."""
+    try:
+        cfg = _build(ExperimentConfig, data, "")
+        _validate(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    return cfg
+
+
+def _validate(cfg: ExperimentConfig) -> None:
+    """Cross-field checks that the types alone cannot express."""
+    if not cfg.seeds:
+        raise ConfigError("seeds: at least one seed is required")
+    if cfg.workers < 1:
+        raise ConfigError(f"workers: must be >= 1, got {cfg.workers}")
+    t = cfg.train
+    for key in ("max_steps", "prompts_per_step", "num_generations", "num_iterations", "max_completion_length"):
+        if getattr(t, key) < 1:
+            raise ConfigError(f"train.{key}: must be >= 1, got {getattr(t, key)}")
+    if t.temperature <= 0:
+        raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
+    if cfg.data.source not in ("generated", "official", "hub"):
+        raise ConfigError(f"data.source: {cfg.data.source!r} is not one of generated, official, hub")
+    if cfg.loss.value not in ("group_mean", "soft"):
+        raise ConfigError(f"loss.value: {cfg.loss.value!r} is not one of group_mean, soft")
+    if cfg.loss.scale not in (None, "group_std"):
+        raise ConfigError(f"loss.scale: {cfg.loss.scale!r} is not one of null, group_std")
+    if cfg.reward.scheme == "custom" and (cfg.reward.coefficients is None or len(cfg.reward.coefficients) != 3):
+        raise ConfigError("reward.coefficients: scheme 'custom' needs three coefficients [c_f, c_corr, c_com]")
+    for key in cfg.sweep:
+        _get_dotted(cfg, key)  # raises for an unknown dotted key
+
+
+def config_to_dict(cfg: ExperimentConfig) -> dict:
+    """Plain-dict form (what the run manifest stores)."""
+    return dataclasses.asdict(cfg)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Load a params YAML strictly, then apply ``overrides`` (dotted key -> value, e.g. from a notebook cell)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: params file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    cfg = config_from_dict(data, source=str(path))
+    if overrides:
+        cfg = apply_overrides(cfg, overrides, source=f"{path} (overrides)")
+    return cfg
+
+
+def _get_dotted(cfg: Any, key: str) -> Any:
+    obj = cfg
+    for part in key.split("."):
+        if dataclasses.is_dataclass(obj) and part in {f.name for f in dataclasses.fields(obj)}:
+            obj = getattr(obj, part)
+        elif isinstance(obj, dict):
+            obj = obj.get(part)
+        else:
+            raise ConfigError(f"unknown key {key}")
+    return obj
+
+
+def apply_overrides(cfg: ExperimentConfig, overrides: dict[str, Any], *, source: str = "overrides") -> ExperimentConfig:
+    """Return a copy of ``cfg`` with dotted keys replaced, re-validated as strictly as a YAML file."""
+    data = config_to_dict(cfg)
+    for key, value in overrides.items():
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node, dict) or part not in node:
+                raise ConfigError(f"{source}: unknown key {key}")
+            node = node[part] if node[part] is not None else node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{source}: unknown key {key}")
+        # loss.kwargs / extra are free-form mappings; every other level must already know the key
+        if parts[-1] not in node and parts[-2:-1] not in (["kwargs"], ["extra"], ["peft"]):
+            raise ConfigError(f"{source}: unknown key {key}")
+        node[parts[-1]] = copy.deepcopy(value)
+    return config_from_dict(data, source=source)
+
+
+def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, ExperimentConfig]]:
+    """All runs of an experiment: (sweep point, seed, concrete config) for the product of ``sweep`` x ``seeds``."""
+    keys = list(cfg.sweep)
+    points = [dict(zip(keys, values)) for values in itertools.product(*(cfg.sweep[k] for k in keys))] or [{}]
+    runs = []
+    for point in points:
+        concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
+        for seed in cfg.seeds:
+            runs.append((point, seed, concrete))
+    return runs
+
+
+def find_params(experiment: str, profile: str, root: str | Path | None = None) -> Path:
+    """``params/<profile>/<experiment>.yaml`` under the repo (or ``root``); a clear error lists what exists."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent / "params"
+    path = root / profile / f"{experiment}.yaml"
+    if not path.is_file():
+        have = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.yaml"))
+        raise ConfigError(f"no params file {path} (available: {', '.join(have) or 'none'})")
+    return path

@@ -1,0 +1,319 @@
+"""Run an experiment: every (sweep point x seed) training run, in parallel processes, with resume.
+
+This is the only place that turns an :class:`~dgro_lib.config.ExperimentConfig` into TRL objects; the
+notebooks call :func:`run_experiment` and plot what it returns. Layout of ``out_dir``::
+
+    out_dir/
+      base_eval.json               held-out evaluation of the base model (shared by all runs)
+      runs/<run_id>/
+        manifest.json              git commit, package versions, seed, the concrete config
+        metrics.csv                one row per optimizer step (TRL's logs + ours)
+        heldout.csv                periodic greedy held-out accuracy (step, accuracy, length)
+        final_eval.json            full held-out evaluation after training, per-puzzle correctness included
+        trainer/checkpoint-*       TRL checkpoints (a killed run resumes from the last one)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import multiprocessing as mp
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .config import ExperimentConfig, config_to_dict, expand_sweep
+from .manifest import write_manifest
+
+__all__ = ["run_experiment", "run_training", "ExperimentResult", "run_id_for", "resolve_model_path", "load_eval_records"]
+
+
+@dataclass
+class ExperimentResult:
+    """What a notebook needs: per-step metrics, per-run final evaluations and the base model's evaluation."""
+
+    metrics: pd.DataFrame
+    heldout: pd.DataFrame
+    finals: pd.DataFrame
+    base: dict[str, Any]
+    out_dir: Path
+
+
+def run_id_for(point: dict[str, Any], seed: int) -> str:
+    """A readable, filesystem-safe id: ``reward.scheme=[-1,1]`` -> ``scheme_m1_1-seed0``."""
+    parts = []
+    for key, value in point.items():
+        text = str(value).replace("-", "m").replace(".", "p")
+        text = re.sub(r"[^A-Za-z0-9_p]+", "_", text).strip("_")
+        parts.append(f"{key.split('.')[-1]}_{text}")
+    return "-".join(parts + [f"seed{seed}"])
+
+
+def resolve_model_path(cfg: ExperimentConfig) -> str:
+    """The base model's path: the embedded model is built (or reused from its cache) here."""
+    if cfg.model.path != "embedded":
+        return cfg.model.path
+    from .models import EMBEDDED_PRESETS, get_embedded_base_model
+
+    if cfg.model.embedded_preset not in EMBEDDED_PRESETS:
+        raise ValueError(
+            f"model.embedded_preset: {cfg.model.embedded_preset!r} is not one of {sorted(EMBEDDED_PRESETS)}"
+        )
+    return str(get_embedded_base_model(EMBEDDED_PRESETS[cfg.model.embedded_preset], cache_dir=cfg.model.cache_dir))
+
+
+def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
+    from .data import kk
+
+    d = cfg.data
+    people = d.train_people if split == "train" else d.eval_people
+    n = d.n_train if split == "train" else d.n_eval
+    seed = d.train_seed if split == "train" else d.eval_seed
+    out: list[dict] = []
+    for p in people:
+        if d.source == "generated":
+            out += kk.generate(p, n, seed=seed * 100 + p)
+        elif d.source == "official":
+            if d.official_dir is None:
+                raise ValueError("data.official_dir: required when data.source is 'official'")
+            out += kk.load_kk(Path(d.official_dir) / split, people=p, limit=n)
+        else:
+            out += kk.load_kk_hub(split=split, people=p)[:n]
+    return out
+
+
+def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
+    """The held-out puzzles of ``cfg`` (deterministic from ``data.eval_seed``)."""
+    return _records(cfg, "eval")
+
+
+def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any]:
+    from .models import evaluate_greedy
+
+    return evaluate_greedy(
+        model,
+        tokenizer,
+        records,
+        template=cfg.data.template,
+        max_new_tokens=cfg.eval.max_new_tokens,
+        batch_size=cfg.eval.batch_size,
+    )
+
+
+def _summary(ev: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in ev.items() if not isinstance(v, (list, tuple))}
+
+
+def _latest_checkpoint(trainer_dir: Path) -> str | None:
+    ckpts = sorted(trainer_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(ckpts[-1]) if ckpts else None
+
+
+def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None) -> dict:
+    """Train one run (one sweep point, one seed) to completion, resuming from its last checkpoint if any.
+
+    Returns the final evaluation summary. A run whose ``final_eval.json`` exists is not trained again.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback, set_seed
+    from trl import GRPOConfig
+
+    from .data import kk
+    from .models import load_model, sample
+    from .rewards import kk_correct_func, kk_reward_func
+    from .trainer import DGROTrainer, make_rollout_func
+
+    run_dir = Path(run_dir)
+    final_path = run_dir / "final_eval.json"
+    if final_path.exists():
+        return json.loads(final_path.read_text())["summary"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg.train.threads)
+    set_seed(seed)
+    write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed, extra={"sweep_point": point or {}})
+
+    model_path = resolve_model_path(cfg)
+    model, tokenizer = load_model(model_path, peft=cfg.model.peft)
+    train_records = _records(cfg, "train")
+    eval_records = _records(cfg, "eval")
+    columns = {
+        "prompt": [kk.format_prompt(r, template=cfg.data.template) for r in train_records],
+        "names": [list(r["names"]) for r in train_records],
+        "solution": [list(r["solution"]) for r in train_records],
+    }
+    train_ds = Dataset.from_dict(columns)
+
+    t = cfg.train
+    args = GRPOConfig(
+        output_dir=str(run_dir / "trainer"),
+        per_device_train_batch_size=t.prompts_per_step * t.num_generations,
+        num_generations=t.num_generations,
+        num_iterations=t.num_iterations,
+        gradient_accumulation_steps=1,
+        max_steps=t.max_steps,
+        learning_rate=t.learning_rate,
+        adam_beta1=t.adam_beta1,
+        adam_beta2=t.adam_beta2,
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        warmup_steps=t.warmup_steps,
+        lr_scheduler_type=t.lr_scheduler_type,
+        temperature=t.temperature,
+        max_completion_length=t.max_completion_length,
+        beta=0.0,
+        scale_rewards="none",
+        reward_weights=[1.0, 0.0],  # the second function only logs accuracy
+        logging_steps=1,
+        save_steps=t.save_steps,
+        save_strategy="steps",
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        seed=seed,
+        data_seed=seed,
+        gradient_checkpointing=False,
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+    )
+    metrics_rows: list[dict] = []
+    heldout_rows: list[dict] = []
+    metrics_csv, heldout_csv = run_dir / "metrics.csv", run_dir / "heldout.csv"
+    subset = eval_records[: t.eval_subset]
+
+    class _Recorder(TrainerCallback):
+        """Appends every log to metrics.csv and runs the periodic held-out evaluation."""
+
+        def on_log(self, args_, state, control, logs=None, **kw):
+            if logs and "loss" in logs or (logs and "reward" in logs):
+                metrics_rows.append({"step": state.global_step, **logs})
+                pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
+
+        def on_step_end(self, args_, state, control, model=None, **kw):
+            if t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
+                ev = _evaluate(trainer.accelerator.unwrap_model(trainer.model), tokenizer, subset, cfg)
+                heldout_rows.append({"step": state.global_step, "subset": len(subset), **_summary(ev)})
+                pd.DataFrame(heldout_rows).to_csv(heldout_csv, index=False)
+                trainer.model.train()
+
+    if metrics_csv.exists():  # resuming: keep what the killed run logged up to its last checkpoint
+        metrics_rows = pd.read_csv(metrics_csv).to_dict("records")
+    if heldout_csv.exists():
+        heldout_rows = pd.read_csv(heldout_csv).to_dict("records")
+
+    trainer = DGROTrainer(
+        model=model,
+        reward_funcs=[kk_reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
+                      kk_correct_func()],
+        args=args,
+        train_dataset=train_ds,
+        processing_class=tokenizer,
+        callbacks=[_Recorder()],
+        rollout_func=make_rollout_func(sample) if t.fast_sampler else None,
+        loss_name=cfg.loss.name,
+        loss_kwargs=cfg.loss.kwargs,
+        value=cfg.loss.value,
+        scale=cfg.loss.scale,
+    )
+    resume = _latest_checkpoint(run_dir / "trainer")
+    if resume:
+        step = int(resume.split("-")[-1])
+        metrics_rows = [r for r in metrics_rows if r["step"] <= step]
+        heldout_rows = [r for r in heldout_rows if r["step"] <= step]
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=resume)
+    train_seconds = time.time() - t0
+
+    final = _evaluate(trainer.accelerator.unwrap_model(trainer.model), tokenizer, eval_records, cfg)
+    summary = {**_summary(final), "train_seconds": train_seconds, "seed": seed, **(point or {})}
+    heldout_rows.append({"step": t.max_steps, "subset": len(eval_records), **_summary(final)})
+    pd.DataFrame(heldout_rows).to_csv(heldout_csv, index=False)
+    tmp = final_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"summary": summary, "correct": list(map(bool, final["correct"]))}, indent=1))
+    os.replace(tmp, final_path)
+    return summary
+
+
+def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
+    """Evaluate the base model once per experiment (every run starts from it)."""
+    import torch
+
+    from .models import load_model
+
+    path = out_dir / "base_eval.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    torch.set_num_threads(cfg.train.threads)
+    model, tokenizer = load_model(resolve_model_path(cfg))
+    ev = _evaluate(model, tokenizer, load_eval_records(cfg), cfg)
+    base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"]))}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(base, indent=1))
+    return base
+
+
+def _worker(args: tuple) -> dict:
+    cfg, seed, run_dir, point = args
+    os.environ.setdefault("OMP_NUM_THREADS", str(cfg.train.threads))
+    return run_training(cfg, seed, run_dir, point=point)
+
+
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None) -> ExperimentResult:
+    """Run every (sweep point x seed) of ``cfg`` into ``out_dir`` (runs already finished are reused).
+
+    The base model is built and evaluated first in this process, so parallel workers only read it.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None)
+    base = _base_eval(cfg, out_dir)
+    jobs = [
+        (concrete, seed, out_dir / "runs" / run_id_for(point, seed), point)
+        for point, seed, concrete in expand_sweep(cfg)
+    ]
+    workers = workers or cfg.workers
+    failures = []
+    if workers <= 1:
+        for job in jobs:
+            _worker(job)
+    else:
+        ctx = mp.get_context("spawn")  # fork after torch initialised its thread pools can deadlock
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_worker, job): job for job in jobs}
+            for fut in cf.as_completed(futures):
+                exc = fut.exception()
+                if exc is not None:
+                    failures.append((futures[fut][2].name, exc))
+    if failures:
+        names = ", ".join(n for n, _ in failures)
+        raise RuntimeError(f"{len(failures)} run(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
+    return collect_results(out_dir, base=base)
+
+
+def collect_results(out_dir: str | Path, *, base: dict | None = None) -> ExperimentResult:
+    """Read every run's CSV/JSON under ``out_dir/runs`` into three DataFrames."""
+    out_dir = Path(out_dir)
+    base = base if base is not None else json.loads((out_dir / "base_eval.json").read_text())
+    metrics, heldout, finals = [], [], []
+    for run in sorted((out_dir / "runs").glob("*")):
+        manifest = json.loads((run / "manifest.json").read_text())
+        tags = {"run": run.name, "seed": manifest["seed"], **manifest.get("sweep_point", {})}
+        if (run / "metrics.csv").exists():
+            metrics.append(pd.read_csv(run / "metrics.csv").assign(**tags))
+        if (run / "heldout.csv").exists():
+            heldout.append(pd.read_csv(run / "heldout.csv").assign(**tags))
+        if (run / "final_eval.json").exists():
+            fe = json.loads((run / "final_eval.json").read_text())
+            finals.append({**tags, **fe["summary"], "correct": fe["correct"]})
+    return ExperimentResult(
+        metrics=pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(),
+        heldout=pd.concat(heldout, ignore_index=True) if heldout else pd.DataFrame(),
+        finals=pd.DataFrame(finals),
+        base=base,
+        out_dir=out_dir,
+    )

@@ -1,0 +1,85 @@
+"""Seaborn figures in the papers' layout. Every figure is saved as PNG beside the CSV it was drawn from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless under papermill / CI; notebooks still display the returned figure
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+__all__ = ["save_figure", "training_curves", "smooth"]
+
+
+def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` (the data drawn) and ``<stem>.png``; returns both paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    csv, png = stem.with_suffix(".csv"), stem.with_suffix(".png")
+    data.to_csv(csv, index=False)
+    fig.savefig(png, dpi=130, bbox_inches="tight")
+    return csv, png
+
+
+def smooth(df: pd.DataFrame, columns: Sequence[str], window: int, by: Sequence[str]) -> pd.DataFrame:
+    """Centered rolling mean of ``columns`` within each run (``by``), for noisy per-step curves."""
+    if window <= 1:
+        return df
+    df = df.sort_values([*by, "step"]).copy()
+    for c in columns:
+        df[c] = df.groupby(list(by))[c].transform(lambda s: s.rolling(window, min_periods=1, center=True).mean())
+    return df
+
+
+def training_curves(
+    data: pd.DataFrame,
+    panels: dict[str, str],
+    *,
+    hue: str,
+    title: str | None = None,
+    baseline: dict[str, float] | None = None,
+    hue_order: Sequence[str] | None = None,
+) -> plt.Figure:
+    """One panel per metric (``panels``: column -> axis label), x = step, mean line with a +-1 s.d. band over seeds.
+
+    ``baseline`` draws a dashed horizontal line per panel column (e.g. the base model's accuracy).
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (column, label) in zip(axes[0], panels.items()):
+        sub = data.dropna(subset=[column])
+        sns.lineplot(sub, x="step", y=column, hue=hue, hue_order=hue_order, errorbar="sd", ax=ax, marker="o"
+                     if sub["step"].nunique() < 15 else None, markersize=4)
+        if baseline and column in baseline:
+            ax.axhline(baseline[column], color="gray", ls="--", lw=1, label="base model")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        if ax is not axes[0][0] and ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
+    """Long table (run, seed, ``by``, step) of held-out accuracy, training accuracy, length and entropy.
+
+    Held-out accuracy starts at step 0 with the base model's full-set accuracy, then the periodic subset
+    evaluations, then the final full-set evaluation. Per-step training metrics are smoothed within each run
+    with a centred window of ``smooth_window`` steps.
+    """
+    keys = ["run", "seed", by, "step"]
+    m = result.metrics.rename(columns={"rewards/kk_correct/mean": "train_accuracy",
+                                       "completions/mean_length": "response_length"})
+    m = smooth(m, ["train_accuracy", "response_length", "entropy"], smooth_window, by=["run"])
+    h = result.heldout
+    start = m.drop_duplicates("run")[["run", "seed", by]].assign(step=0, accuracy=result.base["summary"]["accuracy"])
+    heldout = pd.concat([start, h[keys + ["accuracy"]]], ignore_index=True) if not h.empty else start
+    return heldout[keys + ["accuracy"]].merge(
+        m[keys + ["train_accuracy", "response_length", "entropy"]], on=keys, how="outer"
+    ).sort_values(keys, ignore_index=True)

@@ -1,0 +1,88 @@
+"""Batch-reproduce the notebooks headless with papermill: ``python -m dgro_lib.reproduce --profile cpu``.
+
+Each notebook ``notebooks/<name>.ipynb`` runs with the papermill parameters ``profile`` and ``output_dir``
+into ``outputs/<profile>/<name>/``, where it leaves the executed notebook, its CSVs, its figures (PNG
+beside the CSV they were drawn from) and a manifest. A notebook runs only if ``params/<profile>/<name>.yaml``
+exists; notebooks without params for the profile are listed as skipped, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+PARAMS = REPO / "params"
+OUTPUTS = REPO / "outputs"
+
+__all__ = ["list_notebooks", "run_notebook", "main"]
+
+
+def list_notebooks() -> list[str]:
+    """Notebook names in run order (``00_*`` first: later notebooks reuse the base model it builds)."""
+    return sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True) -> Path:
+    """Execute one notebook with papermill; returns the executed notebook's path. Errors propagate."""
+    import papermill as pm
+
+    src = NOTEBOOKS / f"{name}.ipynb"
+    if not src.is_file():
+        raise FileNotFoundError(f"no notebook {src} (available: {', '.join(list_notebooks())})")
+    out_dir = output_root / profile / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    executed = out_dir / f"{name}.ipynb"
+    pm.execute_notebook(
+        str(src),
+        str(executed),
+        parameters={"profile": profile, "output_dir": str(out_dir)},
+        cwd=str(NOTEBOOKS),
+        progress_bar=progress,
+        kernel_name="python3",
+    )
+    return executed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu", help="params profile: ci, cpu or paper (default cpu)")
+    parser.add_argument("--only", action="append", help="run only this notebook (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list notebooks and whether the profile has params")
+    args = parser.parse_args(argv)
+
+    names = list_notebooks()
+    if args.only:
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            parser.error(f"unknown notebook(s) {', '.join(unknown)}; available: {', '.join(names)}")
+        names = [n for n in names if n in args.only]
+    if not (PARAMS / args.profile).is_dir():
+        have = sorted(p.name for p in PARAMS.iterdir() if p.is_dir())
+        parser.error(f"unknown profile {args.profile!r}; available: {', '.join(have)}")
+
+    runnable = [n for n in names if (PARAMS / args.profile / f"{n}.yaml").is_file()]
+    skipped = [n for n in names if n not in runnable]
+    if args.list:
+        for n in names:
+            print(f"{n:40s} {'ready' if n in runnable else 'no params for ' + args.profile}")
+        return 0
+    for n in skipped:
+        print(f"[reproduce] skip {n}: no params/{args.profile}/{n}.yaml", flush=True)
+    timings = {}
+    for n in runnable:
+        print(f"[reproduce] {n} (profile {args.profile})", flush=True)
+        t0 = time.time()
+        executed = run_notebook(n, args.profile)
+        timings[n] = time.time() - t0
+        print(f"[reproduce] {n}: {timings[n] / 60:.1f} min -> {executed.parent}", flush=True)
+    total = sum(timings.values())
+    print(f"[reproduce] profile {args.profile}: {len(timings)} notebook(s) in {total / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # DGRO Figure 1: reward variance
+#
+# **Paper claim** (DGRO §4, Fig. 1, Theorem 3.4): a larger reward range — hence a larger reward variance
+# (Table 4: 0.5075 / 4.6719 / 12.6875 for [-1,1] / [-3,3] / [-5,5]) — gives larger policy gradients, faster
+# convergence and higher accuracy on Knights-and-Knaves.
+#
+# **What this notebook does**: trains DGRO with the three reward schemes of Table 4, three seeds each, from the
+# same base model, and plots held-out accuracy, training accuracy, response length and entropy (mean ± 1 s.d.
+# over seeds). It then *measures* what the reward range can and cannot change under the optimizer used.
+#
+# **Optimizer matters.** These runs use Adam (see the config printed below). Adam is invariant to a constant
+# factor on the loss (up to ε and gradient clipping). [-5,5] is exactly 5 × [-1,1], and for DGRO's loss (Eq. 4)
+# multiplying rewards by c equals dividing β2 by c. So under Adam a [-5,5] run *is* a [-1,1] run with β2/5, and with
+# β2 inert (one update per rollout batch) the two ranges give the same updates. [-3,3] differs in *shape*
+# (a wrong answer scores −0.5, not 0), not only in scale. The last section measures this on identical rollouts.
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("DGRO_PROFILE", "cpu")  # ci | cpu | paper
+output_dir = None  # default: ../outputs/<profile>/dgro_fig1_reward_variance
+workers = None  # parallel runs (default: the params file's `workers`)
+
+# %%
+from pathlib import Path
+
+from dgro_lib.analysis import adam_scale_check
+from dgro_lib.config import config_to_dict, find_params, load_config
+from dgro_lib.evaluate import paired_improvement_table
+from dgro_lib.experiment import load_eval_records, resolve_model_path, run_experiment
+from dgro_lib.models import load_model
+from dgro_lib.plots import learning_curves, save_figure, training_curves
+
+cfg = load_config(find_params("dgro_fig1_reward_variance", profile))
+out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_reward_variance")
+t = cfg.train
+print(f"profile={profile}  runs={len(cfg.seeds)} seeds x {cfg.sweep}")
+print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta2}) clip={t.max_grad_norm}; "
+      f"{t.num_iterations} update(s) per rollout batch; loss={cfg.loss.name} {cfg.loss.kwargs}; "
+      f"G={t.num_generations}, {t.prompts_per_step} prompts/step, {t.max_steps} steps")
+
+# %%
+result = run_experiment(cfg, out, workers=workers)
+base = result.base["summary"]
+print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles")
+
+# %% [markdown]
+# ## Did training beat the base model? (paired McNemar test on the same held-out puzzles)
+
+# %%
+table = paired_improvement_table(result.finals, result.base["correct"], by="reward.scheme")
+table.to_csv(out / "fig1_accuracy_vs_base.csv", index=False)
+table[["reward.scheme", "seed", "acc_before", "acc_after", "delta_points", "fixed", "broken", "z", "p"]].round(4)
+
+# %% [markdown]
+# ## Figure 1
+
+# %%
+curves = learning_curves(result, by="reward.scheme", smooth_window=max(1, t.max_steps // 15))
+order = [s for s in ["[-1,1]", "[-3,3]", "[-5,5]"] if s in set(curves["reward.scheme"])]
+fig = training_curves(
+    curves,
+    {"accuracy": "held-out greedy accuracy", "train_accuracy": "training accuracy (sampled)",
+     "response_length": "response length (tokens)", "entropy": "entropy (nats/token)"},
+    hue="reward.scheme", hue_order=order, baseline={"accuracy": base["accuracy"]},
+    title=f"DGRO Fig. 1 on the embedded miniature ({profile} profile, mean ± 1 s.d. over {len(cfg.seeds)} seeds)",
+)
+save_figure(fig, curves, out / "fig1_reward_variance")
+fig
+
+# %% [markdown]
+# ## Reward scale under Adam, measured
+#
+# One fixed rollout batch from the base model; `updates` optimizer steps with each setting; we compare the weight
+# changes ΔW. Expected: [-5,5] ≡ [-1,1] when β2 = 0 (Adam); [-5,5] with β2 ≡ [-1,1] with β2/5 (Adam); with SGD the
+# [-5,5] step is 5× larger.
+
+# %%
+model, tokenizer = load_model(resolve_model_path(cfg))
+scale = adam_scale_check(
+    model, tokenizer, load_eval_records(cfg)[: t.prompts_per_step],
+    num_generations=t.num_generations, updates=cfg.extra["scale_check_updates"],
+    beta2=cfg.extra["scale_check_beta2"], lr=t.learning_rate, max_new_tokens=t.max_completion_length,
+    template=cfg.data.template,
+)
+scale.to_csv(out / "adam_scale_check.csv", index=False)
+print("empirical reward variance on this batch:", {k: round(v, 4) for k, v in scale.attrs["reward_variance"].items()})
+scale.round(5)
+
+# %% [markdown]
+# ## Verdict
+# The cell below states, from the numbers above, whether the paper's ordering ([-5,5] > [-3,3] > [-1,1]) shows up
+# here beyond seed noise. It is computed, not written by hand.
+
+# %%
+pooled = table[table["seed"] == "pooled"].set_index("reward.scheme")
+final = result.finals.groupby("reward.scheme")["accuracy"].agg(["mean", "std"])
+print(final.round(4))
+for scheme, row in pooled.iterrows():
+    print(f"{scheme}: {row['delta_points']:+.2f} points vs base (pooled McNemar z = {row['z']:+.2f})")
+if {"[-1,1]", "[-5,5]"} <= set(final.index):
+    gap = final.loc["[-5,5]", "mean"] - final.loc["[-1,1]", "mean"]
+    noise = max(final["std"].fillna(0).max(), 1e-9)
+    print(f"[-5,5] - [-1,1] final accuracy: {100 * gap:+.2f} points; largest seed s.d. {100 * noise:.2f} points -> "
+          + ("within seed noise: no reward-range effect (as Adam's scale invariance predicts with beta2 inert)"
+             if abs(gap) <= noise else "a difference larger than the seed s.d."))
