@@ -68,7 +68,7 @@ def adam_scale_check(
     from .data import kk
     from .losses import compute_advantages, get_loss
     from .models import sample
-    from .rewards import get_scheme, kk_components
+    from .rewards import get_scheme, kk_outcome
 
     torch.manual_seed(seed)
     prompts = [kk.format_prompt(r, template=template) for r in records]
@@ -76,7 +76,7 @@ def adam_scale_check(
                             max_new_tokens=max_new_tokens, seed=seed)
     rows = [r for r in records for _ in range(num_generations)]
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
-    comps = [kk_components(t, names=r["names"], solution=r["solution"]) for t, r in zip(texts, rows)]
+    outcomes = [kk_outcome(t, names=r["names"], solution=r["solution"]) for t, r in zip(texts, rows)]
     prompt_ids = [tokenizer(kk.format_prompt(r, template=template), add_special_tokens=False)["input_ids"]
                   for r in rows]
     loss_fn = get_loss("dgro")
@@ -87,7 +87,7 @@ def adam_scale_check(
 
     def delta(scheme: str, b2: float, optimizer: str) -> torch.Tensor:
         sch = get_scheme(scheme)
-        rewards = torch.tensor([sch.reward(*c) for c in comps], dtype=torch.float32)
+        rewards = torch.tensor([sch.score(o) for o in outcomes], dtype=torch.float32)
         adv = compute_advantages(rewards, num_generations, value="group_mean", beta1=1.0, beta2=b2)
         m = copy.deepcopy(model)
         m.train()
@@ -125,7 +125,7 @@ def adam_scale_check(
             "expect": expect,
         })
     reward_var = {
-        s: float(torch.tensor([get_scheme(s).reward(*c) for c in comps]).var(unbiased=False))
+        s: float(torch.tensor([get_scheme(s).score(o) for o in outcomes]).var(unbiased=False))
         for s in ("[-1,1]", "[-3,3]", "[-5,5]")
     }
     df = pd.DataFrame(out)

@@ -68,6 +68,7 @@ def resolve_model_path(cfg: ExperimentConfig) -> str:
 
 
 def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
+    """Training or held-out puzzles of ``cfg``; training puzzles that also occur in the held-out set are dropped."""
     from .data import kk
 
     d = cfg.data
@@ -81,10 +82,17 @@ def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
         elif d.source == "official":
             if d.official_dir is None:
                 raise ValueError("data.official_dir: required when data.source is 'official'")
-            out += kk.load_kk(Path(d.official_dir) / split, people=p, limit=n)
+            out += kk.load_kk(Path(d.official_dir) / ("train" if split == "train" else "test"), people=p, limit=n)
         else:
-            out += kk.load_kk_hub(split=split, people=p)[:n]
+            out += kk.load_kk_hub(subset="train" if split == "train" else "test", split=p, limit=n)
+    if split == "train":
+        held_out = {_puzzle_key(r) for r in _records(cfg, "eval")}
+        out = [r for r in out if _puzzle_key(r) not in held_out]
     return out
+
+
+def _puzzle_key(record: dict) -> tuple:
+    return (tuple(record["names"]), str(record["statements"]))
 
 
 def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
@@ -126,7 +134,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
 
     from .data import kk
     from .models import load_model, sample
-    from .rewards import kk_correct_func, kk_reward_func
+    from .rewards import kk_reward_func
     from .trainer import DGROTrainer, make_rollout_func
 
     run_dir = Path(run_dir)
@@ -168,9 +176,9 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         max_completion_length=t.max_completion_length,
         beta=0.0,
         scale_rewards="none",
-        reward_weights=[1.0, 0.0],  # the second function only logs accuracy
         logging_steps=1,
         save_steps=t.save_steps,
+        save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk
         save_strategy="steps",
         report_to=[],
         bf16=False,
@@ -208,8 +216,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
 
     trainer = DGROTrainer(
         model=model,
-        reward_funcs=[kk_reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
-                      kk_correct_func()],
+        reward_funcs=kk_reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
         args=args,
         train_dataset=train_ds,
         processing_class=tokenizer,

@@ -74,7 +74,7 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     with a centred window of ``smooth_window`` steps.
     """
     keys = ["run", "seed", by, "step"]
-    m = result.metrics.rename(columns={"rewards/kk_correct/mean": "train_accuracy",
+    m = result.metrics.rename(columns={"kk_outcome/correct": "train_accuracy",
                                        "completions/mean_length": "response_length"})
     m = smooth(m, ["train_accuracy", "response_length", "entropy"], smooth_window, by=["run"])
     h = result.heldout

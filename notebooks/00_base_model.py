@@ -44,7 +44,7 @@ out = Path(output_dir or f"../outputs/{profile}/00_base_model")
 out.mkdir(parents=True, exist_ok=True)
 path = resolve_model_path(cfg)
 model, tokenizer = load_model(path)
-info_file = Path(path) / "embedded_config.json"
+info_file = Path(path) / "embedded.json"
 if info_file.exists():
     info = json.loads(info_file.read_text())
     print(json.dumps({k: info[k] for k in info if k != "versions"}, indent=1)[:3000])
@@ -77,7 +77,7 @@ for people in cfg.data.eval_people:
     subset = [r for r in records if len(r["names"]) == people][: cfg.extra["sample_prompts"]]
     ev = evaluate_sampled(model, tokenizer, subset, n=cfg.extra["samples_per_prompt"], temperature=1.0,
                           template=cfg.data.template, max_new_tokens=cfg.eval.max_new_tokens)
-    for rate in ev["per_prompt_success"]:
+    for rate in ev["per_prompt"]:
         sampled_rows.append({"people": people, "success_rate": rate})
 sampled = pd.DataFrame(sampled_rows)
 summary = greedy.merge(sampled.groupby("people")["success_rate"].agg(
