@@ -30,6 +30,8 @@ import pandas as pd
 from .config import ExperimentConfig, config_to_dict, expand_sweep
 from .manifest import write_manifest
 
+REPO = Path(__file__).resolve().parent.parent
+
 __all__ = ["run_experiment", "run_training", "ExperimentResult", "run_id_for", "resolve_model_path", "load_eval_records"]
 
 
@@ -64,7 +66,10 @@ def resolve_model_path(cfg: ExperimentConfig) -> str:
         raise ValueError(
             f"model.embedded_preset: {cfg.model.embedded_preset!r} is not one of {sorted(EMBEDDED_PRESETS)}"
         )
-    return str(get_embedded_base_model(EMBEDDED_PRESETS[cfg.model.embedded_preset], cache_dir=cfg.model.cache_dir))
+    cache_dir = Path(cfg.model.cache_dir)
+    if not cache_dir.is_absolute():  # relative to the repository, not to the notebook's working directory
+        cache_dir = REPO / cache_dir
+    return str(get_embedded_base_model(EMBEDDED_PRESETS[cfg.model.embedded_preset], cache_dir=cache_dir))
 
 
 def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
