@@ -18,6 +18,7 @@ import time
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from dgro_lib.data import kk
@@ -52,6 +53,7 @@ def run(kind: str, steps: int, tokenizer, ds, model_cfg, G: int, prompts: int, m
         else:
             trainer = DGROTrainer(**common, loss_name="dgro",
                                   loss_kwargs={"beta1": 1.0, "beta2": 0.1, "aggregation": "token-mean"})
+        trainer.remove_callback(PrinterCallback)  # keep the output to the result lines
         trainer.train()
     return timer.times[2:]  # drop warm-up steps
 
