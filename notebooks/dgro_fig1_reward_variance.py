@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -92,8 +94,8 @@ fig
 # %%
 model, tokenizer = load_model(resolve_model_path(cfg))
 scale = adam_scale_check(
-    model, tokenizer, load_eval_records(cfg)[: t.prompts_per_step],
-    num_generations=t.num_generations, updates=cfg.extra["scale_check_updates"],
+    model, tokenizer, load_eval_records(cfg)[: cfg.extra["scale_check_prompts"]],
+    num_generations=cfg.extra["scale_check_generations"], updates=cfg.extra["scale_check_updates"],
     beta2=cfg.extra["scale_check_beta2"], lr=t.learning_rate, max_new_tokens=t.max_completion_length,
     template=cfg.data.template,
 )
