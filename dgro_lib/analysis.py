@@ -107,7 +107,7 @@ def adam_scale_check(
         (f"[-5,5] vs [-1,1], beta2={beta2}", "adam", ("[-5,5]", beta2), ("[-1,1]", beta2), "differ"),
         (f"[-5,5] beta2={beta2} vs [-1,1] beta2={beta2 / 5:g}", "adam", ("[-5,5]", beta2), ("[-1,1]", beta2 / 5),
          "identical (ratio 1, cosine 1)"),
-        ("[-5,5] vs [-1,1], beta2=0", "sgd", ("[-5,5]", 0.0), ("[-1,1]", 0.0), "ratio 5, cosine 1"),
+        ("[-5,5] vs [-1,1], beta2=0", "sgd", ("[-5,5]", 0.0), ("[-1,1]", 0.0), "ratio about 5 (exactly 5 for one step)"),
     ]
     cache: dict[tuple, torch.Tensor] = {}
     out = []
