@@ -5,28 +5,33 @@ every step; a compact trace or no trace taught it the answer format and nothing 
 ``"explicit"`` trace below is designed so that every token can be produced from a few nearby
 facts (one attention hop each), never from a global computation:
 
-1. **Header** — each statement once, in canonical words, copied from the quiz's varied phrasing::
+1. **Legend** — the people get numbers, in the quiz's order: ``people 1 Penelope 2 David 3 Zoey .``
+   After it the trace names nobody: a first version that repeated names everywhere spent its whole
+   warm-up budget learning *which* of the three names to copy (loss ~ln 3 on every name token),
+   whereas three number tokens are shared by every puzzle and the "next person" is just k+1.
+2. **Header** — each statement once, an in-order copy of the quiz's wording minus filler, names
+   replaced by numbers::
 
-       Penelope says David knight iff David knave . David says ...
+       1 says 2 knight iff 2 knave . 2 says if 3 knave then 1 not knight . 3 says ...
 
-   Leaves are ``NAME knight`` / ``NAME knave`` (the claim "NAME is a knight/knave"), operators are
-   ``not``, ``and``, ``or``, ``implies``, ``iff``; a composite child is bracketed.
-2. **Enumeration** — candidate assignments in the solver's order (lexicographic, knight first:
-   the next line is a binary increment of the previous one)::
+   Clauses are ``k knight`` / ``k knave`` / ``k not knight`` ("k is not a knight"); operators
+   ``and``, ``or``, ``if .. then``, ``iff``; a compound operand (deeper trees only) is bracketed.
+3. **Enumeration** — candidate assignments in the solver's order (lexicographic, knight first: each
+   ``try`` line is a binary increment of the previous one)::
 
-       try Penelope is knight David is knight Zoey is knight :
+       try 1 is knight 2 is knight 3 is knave :
 
-   ``NAME is ROLE`` is used *only* for the assignment under test (claims never contain ``is``), so
-   looking up "the role of David right now" is one unambiguous hop to the latest ``David is``.
-3. **Checks** — for each person in order: their role (restated, so the verdict is local), their
-   statement copied from the header with each clause's truth value (``T``/``F``) written right
-   after it, ``= V`` after every operator, and the verdict: a knight needs ``T``, a knave ``F``::
+   ``k is ROLE`` states the assignment under test (clauses never contain ``is``), so "the role of
+   person 2 right now" is one unambiguous hop to the latest ``2 is``.
+4. **Checks** — for each person in order: their role (restated, so the verdict is local), their
+   statement copied from the header with each clause's truth value right after it, ``= V`` after
+   each operator, and the verdict (a knight needs ``T``, a knave ``F``)::
 
-       Penelope is knight : David knight T iff David knave F = F bad .
+       1 is knight : 2 knight T iff 2 knave F = F bad .
 
-   Pruning: an assignment stops at its first ``bad`` person (the next line is the next ``try``);
-   the trace stops at the first assignment whose people are all ``ok`` (the K&K generator only
-   emits unique-solution puzzles), and the answer is a copy of that ``try`` line.
+   Pruning: an assignment stops at its first ``bad`` person (the next line is the next ``try``); the
+   trace stops at the first assignment whose people are all ``ok`` (the K&K generator only emits
+   unique-solution puzzles). The answer block then maps numbers back to names through the legend.
 
 ``slip_rate`` injects a *slip*: with that probability a trace flips one clause value in an
 assignment checked before the solution, chosen so that the flip turns that assignment's only
@@ -57,13 +62,13 @@ __all__ = [
 ]
 
 # Bump whenever the text of a trace changes: cached embedded models are keyed on it.
-TRACE_VERSION = 1
+TRACE_VERSION = 2
 STYLES = ("explicit", "none")
 
-_OP_WORD = {"and": "and", "or": "or", "->": "implies", "<=>": "iff"}
+_OP_WORD = {"and": "and", "or": "or", "<=>": "iff"}
 # Every word a trace can contain besides names (the tokenizer's vocabulary is built from these).
-_TRACE_WORDS = ("says", "knight", "knave", "not", "and", "or", "implies", "iff", "(", ")", ".",
-                "try", "is", ":", "T", "F", "=", "ok", "bad")
+_TRACE_WORDS = ("people", "says", "knight", "knave", "not", "and", "or", "if", "then", "iff", "(", ")", ".",
+                "try", "is", ":", "T", "F", "=", "ok", "bad", *[str(i) for i in range(1, 10)])
 
 
 @dataclass(frozen=True)
@@ -88,17 +93,26 @@ def _is_leaf(node) -> bool:
     return node[0] in ("telling-truth", "lying")
 
 
-def _render_claim(node, names: Sequence[str]) -> list[str]:
-    """Canonical words of a statement tree, without truth values (the header)."""
+def _render_claim(node, labels: Sequence[str]) -> list[str]:
+    """Canonical words of a statement tree, without truth values (the header).
+
+    Mirrors the quiz's own wording minus filler, so the header is an in-order copy of the quiz:
+    "Zoey is not a knight" -> ``3 not knight``; "If A then B" -> ``if A then B``; "A if and only
+    if B" -> ``A iff B``.
+    """
     if _is_leaf(node):
-        return [names[node[1]], "knight" if node[0] == "telling-truth" else "knave"]
+        return [labels[node[1]], _leaf_role(node)]
     op, *children = node
+    if op == "not" and _is_leaf(children[0]):
+        return [labels[children[0][1]], "not", _leaf_role(children[0])]
     parts = []
     for c in children:
-        w = _render_claim(c, names)
-        parts.append(w if _is_leaf(c) else ["(", *w, ")"])
+        w = _render_claim(c, labels)
+        parts.append(w if _is_leaf(c) or _is_neg_leaf(c) else ["(", *w, ")"])
     if op == "not":
         return ["not", *parts[0]]
+    if op == "->":
+        return ["if", *parts[0], "then", *parts[1]]
     out: list[str] = []
     for i, p in enumerate(parts):
         if i:
@@ -107,30 +121,44 @@ def _render_claim(node, names: Sequence[str]) -> list[str]:
     return out
 
 
-def _render_eval(node, names, assignment, flip, _counter=None):
+def _leaf_role(leaf) -> str:
+    return "knight" if leaf[0] == "telling-truth" else "knave"
+
+
+def _is_neg_leaf(node) -> bool:
+    return node[0] == "not" and _is_leaf(node[1])
+
+
+def _render_eval(node, labels, assignment, flip, _counter=None):
     """Words of a statement with every clause's truth value, and the statement's value.
 
-    ``flip`` is the index (in reading order) of the one leaf whose value is written flipped, or
-    None. The flipped value propagates upward, exactly as a model that misread one clause would.
+    A clause (``2 knight`` or ``2 not knight``) is followed by its value; a compound by its parts
+    and ``= V``. ``flip`` is the index (in reading order) of the one clause whose value is written
+    flipped, or None; the flipped value propagates upward, exactly as a model that misread one
+    clause would.
     """
     counter = _counter if _counter is not None else [0]
-    if _is_leaf(node):
+    if _is_leaf(node) or _is_neg_leaf(node):
+        leaf = node if _is_leaf(node) else node[1]
         idx = counter[0]
         counter[0] += 1
-        claim_knight = node[0] == "telling-truth"
-        value = assignment[node[1]] == claim_knight
+        value = assignment[leaf[1]] == (leaf[0] == "telling-truth")
+        if not _is_leaf(node):
+            value = not value
         if flip is not None and idx == flip:
             value = not value
-        return [names[node[1]], _role(claim_knight), "T" if value else "F"], value
+        return [*_render_claim(node, labels), "T" if value else "F"], value
     op, *children = node
     words: list[str] = []
     values: list[bool] = []
     for i, child in enumerate(children):
-        w, v = _render_eval(child, names, assignment, flip, counter)
-        if not _is_leaf(child):
+        w, v = _render_eval(child, labels, assignment, flip, counter)
+        if not (_is_leaf(child) or _is_neg_leaf(child)):
             w = ["(", *w, ")"]
         if op == "not":
             words.append("not")
+        elif op == "->":
+            words.append("if" if i == 0 else "then")
         elif i:
             words.append(_OP_WORD[op])
         words.extend(w)
@@ -152,7 +180,8 @@ def _render_eval(node, names, assignment, flip, _counter=None):
 
 
 def _n_leaves(node) -> int:
-    return 1 if _is_leaf(node) else sum(_n_leaves(c) for c in node[1:])
+    """Clauses (leaves or negated leaves) of a statement: the places a slip can flip."""
+    return 1 if _is_leaf(node) or _is_neg_leaf(node) else sum(_n_leaves(c) for c in node[1:])
 
 
 def _assignments(n: int):
@@ -219,23 +248,28 @@ def build_trace(record: dict, *, style: str = "explicit", slip_rate: float = 0.0
     if style == "none":
         return Trace("", slip[0] if slip else solution, slip is not None, 0)
 
-    words: list[str] = []
+    labels = [str(i + 1) for i in range(len(names))]
+    # Legend: person numbers for the names, in the quiz's order (the trace then never copies a name).
+    words: list[str] = ["people"]
+    for lab, name in zip(labels, names):
+        words += [lab, name]
+    words.append(".")
     for i, st in enumerate(statements):
-        words += [names[i], "says", *_render_claim(st, names), "."]
+        words += [labels[i], "says", *_render_claim(st, labels), "."]
     n_tried = 0
     accepted = None
     for a in _assignments(len(names)):
         n_tried += 1
         words.append("try")
         for i, r in enumerate(a):
-            words += [names[i], "is", _role(r)]
+            words += [labels[i], "is", _role(r)]
         words.append(":")
         all_ok = True
         for p in range(len(names)):
             flip = slip[2] if slip is not None and slip[0] == a and slip[1] == p else None
-            w, value = _render_eval(statements[p], names, a, flip)
+            w, value = _render_eval(statements[p], labels, a, flip)
             ok = value == a[p]
-            words += [names[p], "is", _role(a[p]), ":", *w, "ok" if ok else "bad", "."]
+            words += [labels[p], "is", _role(a[p]), ":", *w, "ok" if ok else "bad", "."]
             if not ok:
                 all_ok = False
                 break  # prune: the first contradiction rules the assignment out

@@ -1,0 +1,317 @@
+"""dgro_lib.models and dgro_lib.data.trace: tokenizer, traces, KV-cache sampler, cache, loading, LoRA.
+
+Fast (tiny random models, a few seconds each); run with OMP_NUM_THREADS=1.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+
+import pytest
+import torch
+
+from dgro_lib import models as M
+from dgro_lib.data import kk
+from dgro_lib.data.trace import build_trace, completion_text, reasoning_trace
+
+torch.set_num_threads(1)
+
+TINY = M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64, people=(2,), mix=(1.0,),
+                             n_puzzles=24, trace_style="none", batch_size=4, max_steps=2, warmup_steps=1, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return M.build_embedded_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tok):
+    model = M.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64),
+                               tokenizer=tok)
+    # At the default init the tied embeddings make greedy decoding repeat one token forever; larger
+    # weights give varied outputs (and well-separated logits), so rows can stop at different steps.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(8.0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    recs = kk.generate(3, 4, seed=11) + kk.generate(2, 3, seed=12)
+    return [kk.format_prompt(r) for r in recs]
+
+
+# ------------------------------------------------------------------ tokenizer
+
+def test_tokenizer_round_trip_keeps_tags_and_words(tok):
+    rec = kk.generate(3, 1, seed=5)[0]
+    text = kk.format_prompt(rec) + " " + completion_text(rec)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.unk_token_id not in ids
+    decoded = tok.decode(ids + [tok.eos_token_id], skip_special_tokens=True)
+    for tag in M.TAG_TOKENS:  # non-special: survive skip_special_tokens (TRL's decode)
+        assert decoded.count(tag) == 1
+    assert "<eos>" not in decoded
+    assert tok(decoded, add_special_tokens=False)["input_ids"] == ids  # word-for-word round trip
+    assert decoded.split() == [t for t in tok.convert_ids_to_tokens(ids)]
+    assert set(M.TAG_TOKENS).isdisjoint(tok.all_special_tokens)
+    assert tok.eos_token == "<eos>" and tok.pad_token == "<pad>"
+
+
+def test_generated_and_official_quizzes_have_no_unk(tok):
+    recs = [r for p in range(2, 9) for r in kk.generate(p, 30, seed=4242 + p)]
+    official = kk.find_official_dir()
+    if official is not None:  # the official files (HF K-and-K/knights-and-knaves), when present
+        split = official / "test" if (official / "test").is_dir() else official
+        recs += [r for p in range(2, 9) for r in kk.load_kk(split, people=p, limit=15)]
+    for r in recs:
+        ids = tok(kk.format_prompt(r) + " " + kk.answer_text(r), add_special_tokens=False)["input_ids"]
+        assert tok.unk_token_id not in ids, r["quiz"]
+    for name in kk.NAMES:
+        assert tok.convert_tokens_to_ids(name) != tok.unk_token_id
+
+
+def test_tokenizer_save_load(tok, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok.save_pretrained(tmp_path)
+    tok2 = AutoTokenizer.from_pretrained(tmp_path)
+    text = "Zoey is a knight </think> <answer> (1) Zoey is a knight </answer>"
+    assert tok2(text)["input_ids"] == tok(text)["input_ids"]
+    assert tok2.decode(tok2(text)["input_ids"], skip_special_tokens=True).count("</answer>") == 1
+
+
+# ------------------------------------------------------------------ traces
+
+@pytest.mark.parametrize("people", [2, 3, 4])
+def test_trace_reaches_solution_and_is_judged_correct(tok, people):
+    check, _ = M._correctness_checker()
+    for rec in kk.generate(people, 40, seed=100 + people):
+        t = build_trace(rec)
+        assert list(t.assignment) == list(rec["solution"]) and not t.slipped
+        comp = completion_text(rec)
+        assert comp.endswith(" </think> <answer> " + kk.answer_text(rec) + " </answer>")
+        # what TRL hands the reward: the decoded token ids (spaces around punctuation, no newlines)
+        decoded = tok.decode(tok(comp, add_special_tokens=False)["input_ids"], skip_special_tokens=True)
+        assert check(decoded, names=rec["names"], solution=rec["solution"])
+        assert M._local_kk_is_correct(decoded, names=rec["names"], solution=rec["solution"])
+
+
+def test_trace_steps_are_true_and_pruned():
+    for rec in kk.generate(3, 30, seed=8):
+        text = reasoning_trace(rec)
+        assert text.count("try ") == build_trace(rec).n_tried
+        # every "try" block but the last ends at its first "bad"; the last has one "ok" per person
+        blocks = text.split("try ")[1:]
+        for b in blocks[:-1]:
+            assert b.count("bad") == 1 and b.rstrip().endswith("bad .")
+        assert blocks[-1].count("ok") == 3 and "bad" not in blocks[-1]
+        # every clause value "NAME ROLE T|F" is true under the assignment of its "try" line
+        words, role, checked = text.split(), {}, 0
+        for i, w in enumerate(words):
+            if w == "try":
+                role = {}
+                j = i + 1
+                while words[j] != ":":
+                    role[words[j]] = words[j + 2]
+                    j += 3
+            elif w in ("T", "F") and words[i - 1] in ("knight", "knave"):
+                negated = words[i - 2] == "not"
+                person = words[i - 3] if negated else words[i - 2]
+                assert ((role[person] == words[i - 1]) != negated) == (w == "T")
+                checked += 1
+        assert checked >= 2
+
+
+def test_trace_length_three_people():
+    lens = [len(completion_text(r).split()) for r in kk.generate(3, 200, seed=9)]
+    assert sum(lens) / len(lens) < 250
+
+
+def test_slip_gives_consistent_wrong_answer():
+    recs = kk.generate(3, 60, seed=21)
+    slipped = 0
+    for r in recs:
+        t = build_trace(r, slip_rate=1.0, rng=random.Random(0))
+        if t.slipped:
+            slipped += 1
+            assert list(t.assignment) != list(r["solution"])
+            # the accepted assignment is the last "try" line, and the answer copies it
+            last_try = t.text.split("try ")[-1].split(":")[0].split()
+            assert [w for w in last_try if w in ("knight", "knave")] == [("knight" if a else "knave")
+                                                                         for a in t.assignment]
+            comp = completion_text(r, slip_rate=1.0, rng=random.Random(0))
+            assert not M._local_kk_is_correct(comp, names=r["names"], solution=r["solution"])
+        else:
+            assert list(t.assignment) == list(r["solution"])
+    assert slipped > 20  # most 3-person puzzles have a near-miss assignment before the solution
+    assert not any(build_trace(r, slip_rate=0.0).slipped for r in recs)
+    # deterministic without an rng (seeded from the quiz)
+    assert [reasoning_trace(r, slip_rate=0.5) for r in recs] == [reasoning_trace(r, slip_rate=0.5) for r in recs]
+
+
+def test_unknown_trace_style():
+    with pytest.raises(ValueError, match="explicit"):
+        reasoning_trace(kk.generate(2, 1, seed=0)[0], style="compact")
+
+
+# ------------------------------------------------------------------ sampler
+
+def _generate_ref(model, tok, prompts, max_new_tokens, eos):
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        g = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos,
+                           pad_token_id=tok.pad_token_id)
+    out = []
+    for row in g[:, enc["input_ids"].shape[1]:].tolist():
+        out.append(row[: row.index(eos) + 1] if eos in row else row)
+    return out
+
+
+def _eos_with_spread(model, tok, prompts, max_new_tokens=30):
+    """A token that greedy decoding emits at different steps per row: rows then finish at different times."""
+    free = M.sample(model, tok, prompts, greedy=True, max_new_tokens=max_new_tokens, eos_token_id=[])
+    for cand, _ in Counter(t for row in free for t in row[1:]).most_common():
+        firsts = [row.index(cand) if cand in row else None for row in free]
+        if len(set(firsts)) >= 3:
+            return cand
+    pytest.skip("random model found no token with a spread of stop positions")
+
+
+def test_greedy_sampler_equals_generate(tiny_model, tok, prompts):
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+    ours = M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=30, eos_token_id=eos)
+    ref = _generate_ref(tiny_model, tok, prompts, 30, eos)
+    assert ours == ref
+    assert len({len(o) for o in ours}) >= 2  # rows really finished at different steps
+    # and with the tokenizer's real EOS (the random model rarely emits it: full-length rows)
+    assert M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=12) == \
+        _generate_ref(tiny_model, tok, prompts, 12, tok.eos_token_id)
+
+
+def test_sampler_drops_finished_rows_correctly(tiny_model, tok, prompts):
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+    batched = M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=30, eos_token_id=eos)
+    for p, row in zip(prompts, batched):
+        alone = M.sample(tiny_model, tok, [p], greedy=True, max_new_tokens=30, eos_token_id=eos)[0]
+        assert row == alone
+        assert (row[-1] == eos and eos not in row[:-1]) or (len(row) == 30 and eos not in row)
+    # n copies per prompt, grouped prompt0 x n, prompt1 x n, ...; token-id prompts work too
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts[:3]]
+    rep = M.sample(tiny_model, tok, ids, n=3, greedy=True, max_new_tokens=30, eos_token_id=eos, batch_size=4)
+    assert rep == [row for row in batched[:3] for _ in range(3)]
+
+
+def test_sampling_seeded_and_grouped(tiny_model, tok, prompts):
+    a = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
+    b = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
+    c = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=1, temperature=1.0)
+    assert a == b and a != c and len(a) == 12
+    assert all(1 <= len(x) <= 15 for x in a)
+
+
+def test_evaluate_greedy_shapes(tiny_model, tok):
+    recs = kk.generate(2, 5, seed=3)
+    ev = M.evaluate_greedy(tiny_model, tok, recs, max_new_tokens=8, batch_size=2)
+    assert ev["n"] == 5 and len(ev["correct"]) == 5 and len(ev["completions"]) == 5
+    assert 0.0 <= ev["accuracy"] <= 1.0 and ev["mean_length"] <= 8
+    assert ev["checker"] in ("dgro_lib.rewards.kk_is_correct", "dgro_lib.models._local_kk_is_correct")
+    sv = M.evaluate_sampled(tiny_model, tok, recs[:2], n=3, max_new_tokens=8, batch_size=6)
+    assert sv["n"] == 6 and len(sv["per_prompt"]) == 2
+
+
+def test_local_checker():
+    names, sol = ["Zoey", "Owen"], [True, False]
+    ok = "x </think> <answer> (1) Zoey is a knight\n(2) Owen is a knave </answer>"
+    assert M._local_kk_is_correct(ok, names=names, solution=sol)
+    assert not M._local_kk_is_correct(ok.replace("knave", "knight"), names=names, solution=sol)
+    assert not M._local_kk_is_correct(ok.replace("</think>", ""), names=names, solution=sol)
+    assert not M._local_kk_is_correct("", names=names, solution=sol)
+
+
+# ------------------------------------------------------------------ cache, loading, LoRA
+
+def test_embedded_cache_returns_same_path_without_rebuilding(tmp_path, monkeypatch):
+    path = M.get_embedded_base_model(TINY, cache_dir=tmp_path, progress=False)
+    assert path.name == f"llama-{M.config_hash(TINY)}" and (path / "embedded.json").exists()
+    assert not list(tmp_path.glob(".*tmp-*"))  # the temporary build directory was renamed away
+
+    def boom(*a, **k):
+        raise AssertionError("rebuilt a cached model")
+
+    monkeypatch.setattr(M, "warmup", boom)
+    assert M.get_embedded_base_model(TINY, cache_dir=tmp_path) == path
+    other = M.EmbeddedModelConfig(**{**TINY.to_dict(), "people": (2,), "mix": (1.0,), "seed": 4})
+    assert M.config_hash(other) != M.config_hash(TINY)
+    with pytest.raises(AssertionError, match="rebuilt"):
+        M.get_embedded_base_model(other, cache_dir=tmp_path)
+    assert not (tmp_path / f"llama-{M.config_hash(other)}").exists()  # a failed build leaves nothing
+
+    from transformers import AutoTokenizer
+
+    model, tok = M.load_model(path)
+    assert type(model).__name__ == "LlamaForCausalLM" and model.config.tie_word_embeddings
+    assert tok.convert_tokens_to_ids("</answer>") != tok.unk_token_id
+    assert set(M.TAG_TOKENS).isdisjoint(tok.all_special_tokens)
+    # the saved directory is an ordinary checkpoint: AutoTokenizer gives the same word-level ids
+    text = kk.format_prompt(kk.generate(3, 1, seed=2)[0])
+    assert AutoTokenizer.from_pretrained(path)(text)["input_ids"] == tok(text)["input_ids"] == \
+        M.build_embedded_tokenizer()(text)["input_ids"]
+
+
+def test_qwen2_embedded_dir_loads_word_level_tokenizer(tmp_path):
+    cfg = M.EmbeddedModelConfig(**{**TINY.to_dict(), "arch": "qwen2"})
+    path = M.get_embedded_base_model(cfg, cache_dir=tmp_path, progress=False)
+    model, tok = M.load_model(path)
+    assert type(model).__name__ == "Qwen2ForCausalLM"
+    text = kk.format_prompt(kk.generate(2, 1, seed=2)[0])
+    assert tok(text)["input_ids"] == M.build_embedded_tokenizer()(text)["input_ids"]
+
+
+def test_presets_exist():
+    assert set(M.EMBEDDED_PRESETS) >= {"ci", "cpu"}
+    assert M.config_hash(M.EMBEDDED_PRESETS["ci"]) != M.config_hash(M.EMBEDDED_PRESETS["cpu"])
+
+
+def test_lora_wrap_trains(tmp_path, tok):
+    model = M.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64,
+                                                     arch="llama"), tokenizer=tok)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    model, tok2 = M.load_model(tmp_path, peft={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"],
+                                               "dropout": 0.0})
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    frozen_before = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    rec = kk.generate(2, 2, seed=1)
+    text = [kk.format_prompt(r) + " " + completion_text(r) for r in rec]
+    batch = tok2(text, return_tensors="pt", padding=True, add_special_tokens=False)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=3e-2)
+    model.train()
+    losses = []
+    for _ in range(8):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 0.05
+    for n, p in model.named_parameters():
+        if n in frozen_before:
+            assert torch.equal(p, frozen_before[n])
+    # the LoRA model samples through the same KV-cache loop
+    out = M.sample(model, tok2, [kk.format_prompt(rec[0])], greedy=True, max_new_tokens=5)
+    assert len(out) == 1 and len(out[0]) <= 5
+
+
+def test_load_model_missing_path_names_it(tmp_path):
+    missing = tmp_path / "no" / "such" / "model"
+    with pytest.raises(FileNotFoundError, match=re.escape(str(missing))):
+        M.load_model(str(missing))
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        M.load_model(tmp_path)
