@@ -203,7 +203,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         """Appends every log to metrics.csv and runs the periodic held-out evaluation."""
 
         def on_log(self, args_, state, control, logs=None, **kw):
-            if logs and "loss" in logs or (logs and "reward" in logs):
+            if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
                 metrics_rows.append({"step": state.global_step, **logs})
                 pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
 

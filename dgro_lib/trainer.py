@@ -106,8 +106,14 @@ class DGROTrainer(GRPOTrainer):
         old_logps = inputs.get("old_per_token_logps")
         if old_logps is None:  # one optimizer step per rollout batch: pi_old is the current policy
             old_logps = logps.detach()
-        available = {"entropies": entropies, "rewards": inputs.get("rewards"), "group_ids": inputs.get("group_ids")}
-        available.update({k: v for k, v in inputs.items() if k.endswith("_logps") and k != "old_per_token_logps"})
+        # What a loss may declare with ``requires=``; TRL fills ref_per_token_logps only when args.beta != 0.
+        available = {
+            "entropies": entropies,
+            "rewards": inputs.get("rewards"),
+            "group_ids": inputs.get("group_ids"),
+            "ref_logps": inputs.get("ref_per_token_logps"),
+            "sampling_logps": inputs.get("sampling_per_token_logps"),
+        }
         extras = {}
         for name in self.loss_extras:
             if available.get(name) is None:
