@@ -200,12 +200,18 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     subset = eval_records[: t.eval_subset]
 
     class _Recorder(TrainerCallback):
-        """Appends every log to metrics.csv and runs the periodic held-out evaluation."""
+        """Collects every log (written to metrics.csv at each checkpoint and at the end) and runs the periodic
+        held-out evaluation. Rows after the last checkpoint of a killed run are re-logged when it resumes."""
 
         def on_log(self, args_, state, control, logs=None, **kw):
             if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
                 metrics_rows.append({"step": state.global_step, **logs})
-                pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
+
+        def on_save(self, args_, state, control, **kw):
+            pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
+
+        def on_train_end(self, args_, state, control, **kw):
+            pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
 
         def on_step_end(self, args_, state, control, model=None, **kw):
             if t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
