@@ -254,7 +254,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     tmp = final_path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"summary": summary, "correct": list(map(bool, final["correct"]))}, indent=1))
     os.replace(tmp, final_path)
-    return summary
+    return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)
 
 
 def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:

@@ -1,0 +1,37 @@
+"""run_training end to end on the ci profile: outputs, reuse of a finished run, and resume of a killed one."""
+
+import json
+import shutil
+
+import pandas as pd
+
+from dgro_lib.config import apply_overrides, find_params, load_config
+from dgro_lib.experiment import run_training
+
+
+def test_run_writes_outputs_and_resumes(tmp_path):
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                          {"train.max_steps": 2, "train.save_steps": 1, "train.eval_every": 0, "sweep": {}})
+    run_dir = tmp_path / "run"
+    summary = run_training(cfg, 0, run_dir)
+    for name in ("manifest.json", "metrics.csv", "heldout.csv", "final_eval.json"):
+        assert (run_dir / name).is_file(), name
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["seed"] == 0 and manifest["packages"]["trl"] == "1.16.0"
+    assert manifest["config"]["train"]["max_steps"] == 2 and "commit" in manifest["git"]
+    assert pd.read_csv(run_dir / "metrics.csv")["step"].tolist() == [1, 2]
+    assert 0.0 <= summary["accuracy"] <= 1.0
+
+    # a finished run is reused, not retrained
+    mtime = (run_dir / "metrics.csv").stat().st_mtime
+    assert run_training(cfg, 0, run_dir) == summary
+    assert (run_dir / "metrics.csv").stat().st_mtime == mtime
+
+    # a run killed after its first checkpoint (here: one that stopped at step 1) resumes from checkpoint-1
+    shutil.rmtree(run_dir)
+    run_training(apply_overrides(cfg, {"train.max_steps": 1}), 0, run_dir)
+    assert [p.name for p in (run_dir / "trainer").glob("checkpoint-*")] == ["checkpoint-1"]
+    (run_dir / "final_eval.json").unlink()
+    run_training(cfg, 0, run_dir)
+    assert pd.read_csv(run_dir / "metrics.csv")["step"].tolist() == [1, 2]
+    assert (run_dir / "final_eval.json").is_file()
