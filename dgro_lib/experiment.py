@@ -149,9 +149,9 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.train.threads)
     set_seed(seed)
-    write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed, extra={"sweep_point": point or {}})
-
     model_path = resolve_model_path(cfg)
+    write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
+                   extra={"sweep_point": point or {}, "model_path": model_path})
     model, tokenizer = load_model(model_path, peft=cfg.model.peft)
     train_records = _records(cfg, "train")
     eval_records = _records(cfg, "eval")
