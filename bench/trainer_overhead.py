@@ -1,9 +1,10 @@
-"""Step-time overhead of DGROTrainer (DGRO loss) over stock trl.GRPOTrainer, same model, data and batch.
+"""Step-time overhead of DGROTrainer (DGRO and DCPO losses) over stock trl.GRPOTrainer, same model, data and batch.
 
 Both trainers generate with ``model.generate`` and use learning rate 0, so they sample the same completions
 (same seed, same model) and the only difference is our loss path: raw-reward capture, group statistics and
-the registry loss. Runs are interleaved (A B A B ...) to cancel drift; prints the median step-time ratio.
-Target: <= 1.05.
+the registry loss; for DCPO also the log-probs at two more temperatures (T_high, T_low) from the captured
+hidden states, chunked. Runs are interleaved (A B C A B C ...) to cancel drift; prints the median step-time
+ratios. Targets: DGRO <= 1.05, DCPO <= 1.10.
 
     .venv/bin/python bench/trainer_overhead.py [--steps 12] [--repeats 3]
 """
@@ -50,9 +51,11 @@ def run(kind: str, steps: int, tokenizer, ds, model_cfg, G: int, prompts: int, m
                       processing_class=tokenizer, callbacks=[timer])
         if kind == "stock":
             trainer = GRPOTrainer(**common)
-        else:
+        elif kind == "dgro":
             trainer = DGROTrainer(**common, loss_name="dgro",
                                   loss_kwargs={"beta1": 1.0, "beta2": 0.1, "aggregation": "token-mean"})
+        else:
+            trainer = DGROTrainer(**common, loss_name="dcpo", loss_kwargs={}, scale="group_std")
         trainer.remove_callback(PrinterCallback)  # keep the output to the result lines
         trainer.train()
     return timer.times[2:]  # drop warm-up steps
@@ -71,14 +74,16 @@ def main() -> None:
     ds = Dataset.from_dict({"prompt": [kk.format_prompt(r) for r in records],
                             "names": [list(r["names"]) for r in records],
                             "solution": [list(r["solution"]) for r in records]})
-    times = {"stock": [], "dgro": []}
+    times = {"stock": [], "dgro": [], "dcpo": []}
     for _ in range(a.repeats):
         for kind in times:
             times[kind] += run(kind, a.steps, tokenizer, ds, model_cfg, G=8, prompts=4, max_len=64)
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"stock GRPOTrainer  median step {med['stock'] * 1000:8.1f} ms  ({len(times['stock'])} steps)")
-    print(f"DGROTrainer (dgro) median step {med['dgro'] * 1000:8.1f} ms  ({len(times['dgro'])} steps)")
-    print(f"ratio dgro/stock = {med['dgro'] / med['stock']:.3f}  (target <= 1.05)")
+    for kind, target in (("dgro", 1.05), ("dcpo", 1.10)):
+        print(f"DGROTrainer ({kind}) median step {med[kind] * 1000:8.1f} ms  ({len(times[kind])} steps)")
+    for kind, target in (("dgro", 1.05), ("dcpo", 1.10)):
+        print(f"ratio {kind}/stock = {med[kind] / med['stock']:.3f}  (target <= {target:.2f})")
 
 
 if __name__ == "__main__":

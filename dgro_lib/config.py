@@ -262,6 +262,10 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
     if cfg.data.source not in ("generated", "official", "hub"):
         raise ConfigError(f"data.source: {cfg.data.source!r} is not one of generated, official, hub")
+    from dgro_lib.losses import list_losses
+
+    if cfg.loss.name not in list_losses():
+        raise ConfigError(f"loss.name: {cfg.loss.name!r} is not a registered loss; valid: {', '.join(list_losses())}")
     if cfg.loss.value not in ("group_mean", "soft"):
         raise ConfigError(f"loss.value: {cfg.loss.value!r} is not one of group_mean, soft")
     if cfg.loss.scale not in (None, "group_std"):

@@ -29,19 +29,29 @@ import torch
 
 __all__ = [
     "AGGREGATIONS",
+    "TRL_LOSSES",
     "aggregate",
     "aggregation_weights",
     "compute_advantages",
+    "dcpo_advantages",
+    "dcpo_loss",
     "dgro_loss",
     "dro_loss",
+    "entropy_adv_loss",
+    "entropy_reg_loss",
     "get_loss",
     "group_mean_baseline",
     "group_stats",
     "kimi_loss",
     "list_losses",
     "loss_requires",
+    "loss_temperatures",
+    "online_dpo_loss",
+    "ppo_clip_per_token",
     "register_loss",
+    "reinforce_reg_loss",
     "soft_value_baseline",
+    "trl_loss_type",
 ]
 
 LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
@@ -52,9 +62,12 @@ LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
 
 _LOSSES: dict[str, LossFn] = {}
 _REQUIRES: dict[str, tuple[str, ...]] = {}
+_TEMPERATURES: dict[str, Callable[[dict], tuple[float, ...]]] = {}
 
 
-def register_loss(name: str, *, requires: Iterable[str] = ()) -> Callable[[LossFn], LossFn]:
+def register_loss(
+    name: str, *, requires: Iterable[str] = (), temperatures: Callable[[dict], Iterable[float]] | None = None
+) -> Callable[[LossFn], LossFn]:
     """Decorator registering a policy loss under ``name``.
 
     Args:
@@ -62,6 +75,9 @@ def register_loss(name: str, *, requires: Iterable[str] = ()) -> Callable[[LossF
         requires: names of extra tensors the loss reads from ``**extra_tensors``
             (for example ``"entropies"``, ``"ref_logps"``). Stored so the trainer
             computes and passes exactly those; see :func:`loss_requires`.
+        temperatures: for losses requiring ``"temp_logps"``: a function of the loss kwargs
+            returning the temperatures T at which the trainer must score the batch
+            (see :func:`loss_temperatures`).
 
     Re-registering the same function (same module and qualified name, e.g. after a
     module reload) is allowed; registering a different function under a taken name
@@ -77,6 +93,8 @@ def register_loss(name: str, *, requires: Iterable[str] = ()) -> Callable[[LossF
             raise ValueError(f"loss {name!r} is already registered to {old.__module__}.{old.__qualname__}")
         _LOSSES[name] = fn
         _REQUIRES[name] = req
+        if temperatures is not None:
+            _TEMPERATURES[name] = lambda kw: tuple(float(t) for t in temperatures(kw))
         return fn
 
     return decorator
@@ -104,6 +122,19 @@ def loss_requires(name: str) -> tuple[str, ...]:
     if name not in _REQUIRES:
         raise _unknown(name)
     return _REQUIRES[name]
+
+
+def loss_temperatures(name: str, kwargs: dict | None = None) -> tuple[float, ...]:
+    """Temperatures at which the loss ``name`` (configured with ``kwargs``) needs log-probs (``()`` for none)."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _TEMPERATURES.get(name)
+    return fn(dict(kwargs or {})) if fn is not None else ()
+
+
+def trl_loss_type(name: str) -> str | None:
+    """TRL ``loss_type`` a registry entry delegates to (``grpo``, ``dapo``, ...), or None for our own losses."""
+    return getattr(get_loss(name), "trl_loss_type", None)
 
 
 # ---------------------------------------------------------------------------
@@ -495,3 +526,424 @@ def group_stats(rewards: torch.Tensor, group_size: int) -> dict[str, float]:
         "reward/within_group_var": float(within.mean()),
         "reward/frac_zero_std_groups": float(zero.mean()),
     }
+
+
+# ---------------------------------------------------------------------------
+# GRPO family: TRL's own implementation, reachable through the registry
+# ---------------------------------------------------------------------------
+
+TRL_LOSSES: tuple[str, ...] = ("grpo", "dapo", "dr_grpo", "bnpo")
+
+
+def _trl_delegate(loss_type: str) -> LossFn:
+    def fn(*args: object, **kwargs: object):
+        raise RuntimeError(
+            f"loss {loss_type!r} is trl.GRPOTrainer's own loss (loss_type={loss_type!r}); it runs inside "
+            "DGROTrainer._compute_loss, which delegates to TRL, and has no standalone form here"
+        )
+
+    fn.__name__ = fn.__qualname__ = f"trl_{loss_type}"
+    fn.__doc__ = (
+        f"TRL's ``loss_type={loss_type!r}`` (clipped surrogate; optional k3 KL to the reference with "
+        "GRPOConfig.beta > 0). Not re-implemented: :class:`dgro_lib.trainer.DGROTrainer` sets TRL's loss type and "
+        "calls ``GRPOTrainer._compute_loss`` with our advantages (use ``scale: group_std`` for GRPO's)."
+    )
+    fn.trl_loss_type = loss_type  # type: ignore[attr-defined]
+    return fn
+
+
+for _lt in TRL_LOSSES:
+    register_loss(_lt)(_trl_delegate(_lt))
+
+
+# ---------------------------------------------------------------------------
+# PPO clipped surrogate (shared by DCPO, the J grid and the entropy baselines)
+# ---------------------------------------------------------------------------
+
+
+def ppo_clip_per_token(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-token PPO clipped surrogate loss (to minimise), verl's ``compute_policy_loss`` before aggregation.
+
+    r = exp(ℓ − ℓ^old); loss_t = max(−A·r, −A·clip(r, 1−ε, 1+ε_high)); with ``dual_clip`` = c > 1
+    (Ye et al. 2020) tokens with A < 0 are further capped at −A·c.
+    Shapes: logps, old_logps, advantages (B, T) (advantages broadcastable); returns ((B, T) loss, flags)
+    where flags are boolean (B, T) tensors ``low`` (r < 1−ε, A < 0), ``high`` (r > 1+ε_high, A > 0) and
+    ``dual`` (the dual clip binds), as TRL/verl count their clip fractions.
+    """
+    eh = epsilon if epsilon_high is None else epsilon_high
+    ratio = torch.exp(logps - old_logps.detach())
+    l1 = -advantages * ratio
+    l2 = -advantages * torch.clamp(ratio, 1.0 - epsilon, 1.0 + eh)
+    loss = torch.maximum(l1, l2)
+    dual = torch.zeros_like(loss, dtype=torch.bool)
+    if dual_clip is not None:
+        if dual_clip <= 1.0:
+            raise ValueError(f"dual_clip must be > 1 (or None), got {dual_clip!r}")
+        l3 = -advantages * dual_clip
+        dual = (advantages < 0) & (loss > l3)
+        loss = torch.where(advantages < 0, torch.minimum(loss, l3), loss)
+    with torch.no_grad():
+        flags = {"low": (ratio < 1.0 - epsilon) & (advantages < 0), "high": (ratio > 1.0 + eh) & (advantages > 0),
+                 "dual": dual}
+    return loss, flags
+
+
+def _masked_mean(x: torch.Tensor, m: torch.Tensor) -> float:
+    return float((x.to(m.dtype) * m).sum() / m.sum().clamp(min=1.0))
+
+
+def _ppo_metrics(prefix: str, logps, old, m, flags, entropies=None) -> dict[str, float]:
+    with torch.no_grad():
+        lr = (logps - old) * m
+        n = m.sum().clamp(min=1.0)
+        mean = lr.sum() / n
+        out = {
+            f"{prefix}/clip_frac_low": _masked_mean(flags["low"], m),
+            f"{prefix}/clip_frac_high": _masked_mean(flags["high"], m),
+            f"{prefix}/clip_frac_dual": _masked_mean(flags["dual"], m),
+            f"{prefix}/log_ratio_mean": float(mean),
+            f"{prefix}/log_ratio_std": float((((logps - old - mean) ** 2) * m).sum().div(n).sqrt()),
+        }
+        if entropies is not None:
+            out[f"{prefix}/entropy"] = _masked_mean(entropies.detach(), m)
+    return out
+
+
+def _prep_tokens(logps, old_logps, mask, advantages):
+    """:func:`_prepare` (fp32+, padding zeroed, advantages expanded to (B, T)) plus the validity mask."""
+    lp, old, m, adv = _prepare(logps, old_logps, mask, advantages)
+    return lp, old, m, adv, m > 0
+
+
+# ---------------------------------------------------------------------------
+# DCPO and the J1/J3 regularizers (DESIGN §3, recovered from the authors' code)
+# ---------------------------------------------------------------------------
+
+DCPO_COMBINE = ("convex", "additive")
+DCPO_WEIGHTS = ("rho", "one")
+ENTROPY_SOURCES = ("nll", "full")
+
+
+def dcpo_temperature(entropy: float, *, entropy_base: float = 0.5, t_high: float = 1.2, t_low: float = 0.8) -> float:
+    """DCPO's target temperature: T_high when the policy entropy H <= H0 (sharpen less: explore), else T_low."""
+    return float(t_high) if entropy <= entropy_base else float(t_low)
+
+
+def dcpo_alpha(entropy: float, frac_correct: float, *, entropy_base: float = 0.5, alpha_cap: float = 0.1) -> float:
+    """DCPO's adaptive mixing weight: α' = min(|H0 − H|, cap) / frac_correct, α = α'/(1 + α').
+
+    Guard (a deviation from the authors' code, which divides by zero): no correct sample → α = 0.
+    """
+    if frac_correct <= 0:
+        return 0.0
+    a = min(abs(entropy_base - entropy), alpha_cap) / frac_correct
+    return a / (1.0 + a)
+
+
+def dcpo_advantages(
+    advantages: torch.Tensor,
+    correct: torch.Tensor,
+    weight: torch.Tensor,
+    *,
+    alpha: float,
+    combine: str = "convex",
+) -> torch.Tensor:
+    """Ã_{i,t} = (1 − α)·Â_i + α·R_i·w_{i,t} (``convex``, the authors' code) or Â_i + α·R_i·w_{i,t}
+    (``additive``: J = J_GRPO + α·J_reg, the paper's framing). advantages (B,) or (B, T), correct (B,)
+    in {0, 1}, weight (B, T) (ρ for DCPO/J3, 1 for J1); returns (B, T), detached."""
+    if combine not in DCPO_COMBINE:
+        raise ValueError(f"unknown combine {combine!r}; valid: {', '.join(DCPO_COMBINE)}")
+    a = advantages if advantages.dim() == 2 else advantages[:, None]
+    reg = correct.to(weight.dtype)[:, None] * weight
+    base = (1.0 - alpha) * a if combine == "convex" else a
+    return (base + alpha * reg).detach()
+
+
+def _dcpo_temps(kw: dict) -> tuple[float, float]:
+    return (float(kw.get("t_high", 1.2)), float(kw.get("t_low", 0.8)))
+
+
+@register_loss("dcpo", requires=("rewards", "temp_logps", "entropies"), temperatures=_dcpo_temps)
+def dcpo_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    temp_logps: dict[float, torch.Tensor],
+    entropies: torch.Tensor | None = None,
+    entropy_base: float = 0.5,
+    t_high: float = 1.2,
+    t_low: float = 0.8,
+    alpha: float | str = "adaptive",
+    alpha_cap: float = 0.1,
+    combine: str = "convex",
+    double_is: bool = True,
+    weight: str = "rho",
+    correct_threshold: float = 0.05,
+    entropy_source: str = "nll",
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DCPO: GRPO plus a REINFORCE regularizer under the temperature-T target distribution (DESIGN §3).
+
+    The DCPO text lost its equations; this follows DESIGN §3 (the authors' verl code):
+
+    1. H = policy entropy of the batch: ``entropy_source="nll"`` the token-mean of −ℓ^old over sampled
+       tokens (the authors' choice), ``"full"`` the token-mean full-vocabulary entropy (``entropies``).
+    2. T = T_high if H <= H0 (``entropy_base``) else T_low (:func:`dcpo_temperature`).
+    3. ρ_{i,t} = exp(ℓ^{old,T}_{i,t} − ℓ^old_{i,t}) (detached, not clipped); ``double_is=False`` → ρ = 1
+       (the paper's "without double IS" ablation). ``weight="one"`` also gives 1 (J1 of Table 1).
+    4. R_i = 1[r_i > correct_threshold] from the raw rewards.
+    5. α: ``"adaptive"`` → :func:`dcpo_alpha` over this batch (0 when nothing is correct), or a fixed float
+       (``alpha=0`` is the "without REINFORCE" ablation).
+    6. Ã = :func:`dcpo_advantages` (``combine="convex"`` authors' code, ``"additive"`` J_GRPO + α·J_reg);
+       then the PPO clipped loss (ε, dual clip 3.0 for Ã < 0) aggregated ``token-mean``.
+
+    Shapes: logps/old_logps/mask (B, T); advantages (B,) — GRPO's group-normalised Â (configure the
+    trainer with ``scale: group_std``); rewards (B,) raw; temp_logps {T: (B, T) ℓ^{old,T}} for T_high and
+    T_low; entropies (B, T) (only read with ``entropy_source="full"``).
+
+    Batch statistics (H, the correct fraction) are over the rows this call receives: identical to the
+    authors' per-batch statistics when one micro-batch holds the whole rollout batch. ℓ^{old,T} is what
+    the trainer supplies (for the on-policy setting DCPO uses, the current forward pass, detached).
+
+    Metrics: ``dcpo/{alpha,T,H,rho_mean,rho_max,rho_min,frac_correct,adv_mean}`` plus clip fractions,
+    log-ratio mean/std and entropy under ``dcpo/``.
+    """
+    if weight not in DCPO_WEIGHTS:
+        raise ValueError(f"unknown weight {weight!r}; valid: {', '.join(DCPO_WEIGHTS)}")
+    if entropy_source not in ENTROPY_SOURCES:
+        raise ValueError(f"unknown entropy_source {entropy_source!r}; valid: {', '.join(ENTROPY_SOURCES)}")
+    lp, old, m, adv, valid = _prep_tokens(logps, old_logps, mask, advantages)
+    B = lp.shape[0]
+    if rewards.shape != (B,):
+        raise ValueError(f"rewards must be (B,)=({B},), got {tuple(rewards.shape)}")
+    with torch.no_grad():
+        if entropy_source == "nll":
+            H = float((-old * m).sum() / m.sum().clamp(min=1.0))
+        else:
+            if entropies is None:
+                raise ValueError("entropy_source='full' needs entropies (B, T)")
+            H = _masked_mean(entropies.detach().to(m.dtype), m)
+        T = dcpo_temperature(H, entropy_base=entropy_base, t_high=t_high, t_low=t_low)
+        if double_is and weight == "rho":
+            key = next((k for k in temp_logps if abs(float(k) - T) < 1e-9), None)
+            if key is None:
+                raise KeyError(f"temp_logps has temperatures {sorted(map(float, temp_logps))}, DCPO chose T={T}")
+            lpT = torch.where(valid, temp_logps[key].detach().to(m.dtype), 0.0)
+            rho = torch.exp(lpT - old) * m
+        else:
+            rho = m.clone()
+        correct = (rewards.detach() > correct_threshold).to(m.dtype)
+        frac = float(correct.mean()) if B else 0.0
+        if isinstance(alpha, str):
+            if alpha != "adaptive":
+                raise ValueError(f"alpha must be 'adaptive' or a number, got {alpha!r}")
+            a = dcpo_alpha(H, frac, entropy_base=entropy_base, alpha_cap=alpha_cap)
+        else:
+            a = float(alpha)
+        adv_t = dcpo_advantages(adv, correct, rho, alpha=a, combine=combine) * m
+    per_tok, flags = ppo_clip_per_token(lp, old, adv_t, epsilon=epsilon, epsilon_high=epsilon_high,
+                                        dual_clip=dual_clip)
+    loss = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
+    metrics = _ppo_metrics("dcpo", lp, old, m, flags, entropies)
+    rv = rho[valid] if bool(valid.any()) else rho.new_ones(1)
+    metrics.update({
+        "dcpo/alpha": a, "dcpo/T": T, "dcpo/H": H, "dcpo/frac_correct": frac,
+        "dcpo/rho_mean": float(rv.mean()), "dcpo/rho_max": float(rv.max()), "dcpo/rho_min": float(rv.min()),
+        "dcpo/adv_mean": _masked_mean(adv_t, m),
+    })
+    return loss, metrics
+
+
+def _j_preset(weight: str):
+    def fn(logps, old_logps, mask, advantages, *, rewards, temp_logps=None, alpha: float = 0.1, **kw):
+        for fixed in ("combine", "weight"):
+            if fixed in kw:
+                raise ValueError(f"{fixed!r} is fixed by the J preset; use loss 'dcpo' to set it")
+        if isinstance(alpha, str):
+            raise ValueError(f"the J presets take a fixed numeric alpha, got {alpha!r}")
+        return dcpo_loss(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps or {},
+                         alpha=float(alpha), combine="additive", weight=weight, **kw)
+
+    return fn
+
+
+@register_loss("j1", requires=("rewards", "entropies"))
+def j1_loss(logps, old_logps, mask, advantages, *, rewards, alpha: float = 0.1, **kw):
+    """DCPO Table 1, J1: J = J_GRPO + α·J_reg with the REINFORCE regularizer on samples from π_old, weight 1.
+
+    Equals :func:`dcpo_loss` with ``combine="additive"``, ``weight="one"`` and a fixed ``alpha``
+    (Ã = Â + α·R_i). Other kwargs as :func:`dcpo_loss` (T is still chosen and logged, not used).
+    """
+    return _j_preset("one")(logps, old_logps, mask, advantages, rewards=rewards, alpha=alpha, **kw)
+
+
+@register_loss("j3", requires=("rewards", "temp_logps", "entropies"), temperatures=_dcpo_temps)
+def j3_loss(logps, old_logps, mask, advantages, *, rewards, temp_logps, alpha: float = 0.1, **kw):
+    """DCPO Table 1, J3: samples from π_old, importance weight ρ = π_old^T/π_old (DCPO's regularizer with a
+    fixed α, additive: Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π."""
+    return _j_preset("rho")(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps,
+                            alpha=alpha, **kw)
+
+
+# ---------------------------------------------------------------------------
+# Entropy baselines (DCPO Tables 2-3)
+# ---------------------------------------------------------------------------
+
+
+@register_loss("entropy_reg", requires=("entropies",))
+def entropy_reg_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    entropies: torch.Tensor,
+    coef: float = 0.001,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = None,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Entropy-Reg: PPO clipped loss − coef · H̄, H̄ the aggregated full-vocabulary entropy (with gradient).
+
+    ``entropies`` (B, T) must carry the graph (TRL's fused head does). ``coef`` 0.001 is our default (the
+    DCPO paper does not print it); set it in the params file. Metrics under ``entropy_reg/``.
+    """
+    lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
+    per_tok, flags = ppo_clip_per_token(lp, old, adv, epsilon=epsilon, epsilon_high=epsilon_high,
+                                        dual_clip=dual_clip)
+    ent = torch.where(m > 0, entropies.to(m.dtype), 0.0)
+    pg = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
+    h = aggregate(ent, m, aggregation, norm_len=norm_len)
+    loss = pg - coef * h
+    metrics = _ppo_metrics("entropy_reg", lp, old, m, flags, entropies)
+    metrics.update({"entropy_reg/pg_loss": float(pg.detach()), "entropy_reg/entropy_term": float(h.detach())})
+    return loss, metrics
+
+
+@register_loss("entropy_adv", requires=("entropies",))
+def entropy_adv_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    entropies: torch.Tensor,
+    alpha: float = 0.4,
+    kappa: float = 2.0,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = None,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Entropy-Adv (Cheng et al. 2025): Ã_{i,t} = Â_i + min(α·H_{i,t}.detach(), |Â_i|/κ), then PPO clip.
+
+    The bonus is capped at |Â|/κ so it never flips the sign of a negative advantage (κ > 1). Defaults
+    α = 0.4, κ = 2 as we read that paper; set them in the params file. entropies (B, T). Metrics under
+    ``entropy_adv/`` (incl. the mean bonus and the fraction of tokens where the cap binds).
+    """
+    if kappa <= 0:
+        raise ValueError(f"kappa must be > 0, got {kappa!r}")
+    lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
+    with torch.no_grad():
+        h = torch.where(m > 0, entropies.detach().to(m.dtype), 0.0)
+        raw = alpha * h
+        cap = adv.abs() / kappa
+        bonus = torch.minimum(raw, cap)
+        adv_t = (adv + bonus) * m
+    per_tok, flags = ppo_clip_per_token(lp, old, adv_t, epsilon=epsilon, epsilon_high=epsilon_high,
+                                        dual_clip=dual_clip)
+    loss = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
+    metrics = _ppo_metrics("entropy_adv", lp, old, m, flags, entropies)
+    metrics.update({"entropy_adv/bonus_mean": _masked_mean(bonus, m),
+                    "entropy_adv/cap_frac": _masked_mean(raw > cap, m)})
+    return loss, metrics
+
+
+# ---------------------------------------------------------------------------
+# Online DPO (DGRO Fig. 3 baseline): pairwise DPO on each group's best and worst sample
+# ---------------------------------------------------------------------------
+
+
+@register_loss("online_dpo", requires=("rewards", "group_ids", "ref_logps"))
+def online_dpo_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    ref_logps: torch.Tensor,
+    beta: float = 0.1,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Online DPO as a loss on our rollouts: per group, chosen = the highest-reward sample, rejected = the lowest.
+
+    loss = mean over groups with a preference of −log σ(β·[(L_w − L_w^ref) − (L_l − L_l^ref)]), L the sequence
+    log-prob Σ_t m ℓ (Rafailov et al. 2023, Eq. 7; Guo et al. 2024's online setting: the pair is sampled from
+    the current policy and ranked by the reward, here the task reward instead of an LLM judge).
+
+    Why this and not ``trl.experimental.online_dpo.OnlineDPOTrainer``: that trainer draws exactly two samples
+    per prompt and overrides ``training_step``; as a loss here it shares the rollout, reward, group
+    statistics, logging and sampler of every other method, so DGRO Fig. 3 compares losses, not pipelines.
+    ``advantages`` and ``old_logps`` are unused. Groups whose rewards are all equal carry no preference and
+    are skipped (their rows get no gradient). Ties for best/worst go to the first row.
+
+    Shapes: logps/mask/ref_logps (B, T); rewards, group_ids (B,). Every group present must be complete in
+    this call (its rows are found by ``group_ids``); a group split across micro-batches is not detected
+    here, so keep one micro-batch per rollout batch (``gradient_accumulation_steps = steps_per_generation = 1``).
+
+    Metrics: ``online_dpo/{loss,frac_groups_with_pair,margin_mean,reward_acc,chosen_logratio,rejected_logratio}``.
+    """
+    lp, ref, m, _adv = _prepare(logps, ref_logps, mask, advantages)
+    if rewards.shape != (lp.shape[0],) or group_ids.shape != (lp.shape[0],):
+        raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} must be (B,)")
+    seq = (m * lp).sum(-1) - (m * ref).sum(-1)  # (B,) log π/π_ref of each response
+    chosen, rejected = [], []
+    groups = torch.unique(group_ids)
+    for g in groups.tolist():
+        rows = (group_ids == g).nonzero().squeeze(1)
+        r = rewards[rows]
+        if bool((r.max() == r.min()).item()):
+            continue
+        chosen.append(rows[int(torch.argmax(r))])
+        rejected.append(rows[int(torch.argmin(r))])
+    if not chosen:
+        zero = (lp * 0.0).sum()  # keeps the graph: a batch without preferences contributes a zero gradient
+        return zero, {"online_dpo/loss": 0.0, "online_dpo/frac_groups_with_pair": 0.0, "online_dpo/margin_mean": 0.0,
+                      "online_dpo/reward_acc": 0.0, "online_dpo/chosen_logratio": 0.0,
+                      "online_dpo/rejected_logratio": 0.0}
+    w, l_ = torch.stack(chosen), torch.stack(rejected)
+    margin = beta * (seq[w] - seq[l_])
+    loss = -torch.nn.functional.logsigmoid(margin).mean()
+    with torch.no_grad():
+        metrics = {
+            "online_dpo/loss": float(loss.detach()),
+            "online_dpo/frac_groups_with_pair": len(chosen) / max(len(groups), 1),
+            "online_dpo/margin_mean": float(margin.mean()),
+            "online_dpo/reward_acc": float((margin > 0).float().mean()),
+            "online_dpo/chosen_logratio": float(seq[w].mean()),
+            "online_dpo/rejected_logratio": float(seq[l_].mean()),
+        }
+    return loss, metrics

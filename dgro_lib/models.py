@@ -59,7 +59,7 @@ TAG_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
 
 # Bump when the tokenizer, model construction or warm-up loop changes what a cfg builds
 # (the embedded-model cache is keyed on it, together with the cfg and the trace version).
-EMBEDDED_FORMAT_VERSION = 1
+EMBEDDED_FORMAT_VERSION = 2
 # The vocabulary is a fixed function of these (independent of any model cfg).
 _VOCAB_SEED = 12_345
 _VOCAB_PUZZLES_PER_PEOPLE = 300
@@ -73,17 +73,19 @@ HELDOUT_SEED_BASE = 990_000
 # --------------------------------------------------------------------------------------------
 
 def _pre_tokenizer():
-    from tokenizers import pre_tokenizers
+    from tokenizers import Regex, pre_tokenizers
 
-    # Whitespace, then every punctuation character on its own: '"Zoey,' -> '"', 'Zoey', ','.
-    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation("isolated")])
+    # Whitespace, then every punctuation character on its own ('"Zoey,' -> '"', 'Zoey', ','), except a person
+    # label "(k)", k one digit, which stays one word: it is the key the answer "(k) NAME" copies by.
+    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                    pre_tokenizers.Split(Regex(r"\(\d\)|[^\w\s]|_"), "isolated")])
 
 
 def build_tokenizer(words: Iterable[str], *, model_max_length: int = 8192):
     """A word-level ``PreTrainedTokenizerFast`` whose vocabulary is every word of ``words``.
 
     words: words or whole texts (split with the tokenizer's own pre-tokenizer: whitespace, then each
-    punctuation character alone); the tags in :data:`TAG_TOKENS` inside texts are recognised.
+    punctuation character alone, except person labels "(1)".."(9)", one word each); the tags in :data:`TAG_TOKENS` inside texts are recognised.
     Ids: <pad>=0, <unk>=1, <eos>=2 (special), the four tags 3..6 (added, non-special), then the
     words in sorted order. No BOS/EOS is added on encode; decode joins tokens with single spaces
     (newlines are not kept: they only separate words).
@@ -170,6 +172,17 @@ class EmbeddedModelConfig:
     slip_rate: float = 0.0
     """Probability that a warm-up trace carries one answer-changing slip (a base whose errors RL can fix)."""
 
+    prompt_loss: bool = False
+    """Train on the prompt tokens too (full language modelling), not only the completion. Free (the prompt is
+    in the forward pass anyway) and it gives the model the quiz's own repetitions to learn copying from;
+    the recipe that learned the trace used it (see EMBEDDED_PRESETS)."""
+    copy_drill_every: int = 0
+    """If > 0, every ``copy_drill_every``-th step trains on a batch of *copy drills* instead (see
+    :func:`copy_drill_text`): a random numbered list of names followed by the legend that copies it. Copying a
+    name by its label is the one skill the trace needs that its own tokens teach slowly (a name target
+    is ~2 % of the tokens); the drills form that induction circuit in a few hundred steps."""
+    copy_drill_batch: int = 64
+    """Drill sequences per drill step (each ~20-40 tokens)."""
     name_loss_weight: float = 1.0
     """Weight of person-name target tokens in the warm-up loss. The explicit trace mentions names only in its
     legend and the answer (~3% of tokens), and copying a name from the quiz is the one skill the rest of
@@ -225,8 +238,11 @@ EMBEDDED_PRESETS: dict[str, EmbeddedModelConfig] = {
     "ci": EmbeddedModelConfig(hidden=32, layers=2, heads=2, kv_heads=2, intermediate=64,
                               people=(2, 3), mix=(0.5, 0.5), n_puzzles=400, lr=1e-2, warmup_steps=10,
                               batch_size=8, max_steps=60, time_budget_min=1.0, trace_style="none"),
-    # Measured (see the report in docs): ~15 min on one core; replaced by the measured recipe below.
-    "cpu": EmbeddedModelConfig(),
+    # The best recipe so far (README, "embedded base model"; it does NOT solve 3-person puzzles yet): full-sequence
+    # loss, 2- and 3-person puzzles, batch 16, lr 2e-3, copy drills every 4th step, names x4 in the loss; 3000 steps
+    # (~55 min on one core). At 1500 steps it had learned the trace's checks but copied only ~half the names.
+    "cpu": EmbeddedModelConfig(people=(2, 3), mix=(0.3, 0.7), prompt_loss=True, batch_size=16, lr=2e-3,
+                               warmup_steps=60, max_steps=3000, copy_drill_every=4, name_loss_weight=4.0),
 }
 
 
@@ -352,6 +368,22 @@ def _warmup_examples(tokenizer, cfg: EmbeddedModelConfig, records: list[dict]) -
     return [p + c + [eos] for p, c in zip(p_ids, c_ids)], [len(p) for p in p_ids], slipped
 
 
+def copy_drill_text(rng: random.Random, *, people: Sequence[int] = (2, 3, 4, 5)) -> str:
+    """One copy drill: "You meet 3 inhabitants: (1) Ava, (2) Jack, and (3) Mia. people (1) Ava (2) Jack (3) Mia ."
+
+    Random distinct names (the 51 official ones) and count; the second half is the trace's legend, so the
+    drill exercises exactly "the name after label (k)" (the same lookup the answer block makes).
+    """
+    from dgro_lib.data import kk
+
+    k = rng.choice(list(people))
+    names = rng.sample(list(kk.NAMES), k)
+    listed = [f"({i + 1}) {n}" for i, n in enumerate(names)]
+    joined = ", ".join(listed[:-1]) + f", and {listed[-1]}" if k > 1 else listed[0]
+    legend = " ".join(f"({i + 1}) {n}" for i, n in enumerate(names))
+    return f"You meet {k} inhabitants: {joined}. people {legend} ."
+
+
 def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> Iterator[list[int]]:
     """Endless length-bucketed batches of example indices: shuffle, sort within windows of 50 batches
     (little padding waste), shuffle the batches. Deterministic given rng."""
@@ -368,7 +400,8 @@ def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> Ite
 
 
 def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True) -> dict[str, Any]:
-    """Supervised next-token training on prompt + completion, loss on completion tokens (incl. EOS) only.
+    """Supervised next-token training on prompt + completion; loss on the completion tokens (incl. EOS), and on
+    the prompt tokens as well when ``cfg.prompt_loss``.
 
     A plain torch loop rather than transformers' Trainer / TRL's SFTTrainer: on two CPU cores a
     ~1M-parameter model is dominated by per-step overhead, and the loop is ~30 lines with nothing to
@@ -411,7 +444,17 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     stopped_by = "max_steps"
     bar = tqdm(total=cfg.max_steps, desc="warm-up", disable=not progress, mininterval=2.0)
     step = 0
+    drill_rng = random.Random(cfg.seed + 7)
     for step in range(1, cfg.max_steps + 1):
+        if cfg.copy_drill_every > 0 and step % cfg.copy_drill_every == 0:
+            loss = _drill_step(model, tokenizer, drill_rng, cfg.copy_drill_batch, pad)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            bar.update(1)
+            continue
         ids = next(batches)
         width = max(lengths[i] for i in ids)
         # (B, L) right-padded: with causal attention no real token sees a pad, so no attention mask
@@ -420,7 +463,8 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
         labels = torch.full((len(ids), width), -100, dtype=torch.long)
         for r, i in enumerate(ids):
             input_ids[r, : lengths[i]] = torch.tensor(seqs[i])
-            labels[r, plens[i]: lengths[i]] = input_ids[r, plens[i]: lengths[i]]
+            start = 0 if cfg.prompt_loss else plens[i]
+            labels[r, start: lengths[i]] = input_ids[r, start: lengths[i]]
         if name_ids is None:
             loss = model(input_ids=input_ids, labels=labels).loss
         else:
@@ -460,6 +504,18 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
                                  max_new_tokens=_max_new_tokens(p), batch_size=64)
             stats["eval"][str(p)] = {k: ev[k] for k in ("accuracy", "n", "mean_length", "truncated", "wall_s")}
     return stats
+
+
+def _drill_step(model, tokenizer, rng: random.Random, n: int, pad: int) -> torch.Tensor:
+    """LM loss on ``n`` copy drills (every token a target; right-padded, pads ignored)."""
+    ids = tokenizer([copy_drill_text(rng) for _ in range(n)], add_special_tokens=False)["input_ids"]
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((n, width), pad, dtype=torch.long)
+    labels = torch.full((n, width), -100, dtype=torch.long)
+    for r, x in enumerate(ids):
+        input_ids[r, : len(x)] = torch.tensor(x)
+        labels[r, : len(x)] = input_ids[r, : len(x)]
+    return model(input_ids=input_ids, labels=labels).loss
 
 
 def _weighted_lm_loss(logits: torch.Tensor, labels: torch.Tensor, weighted_ids: torch.Tensor, weight: float

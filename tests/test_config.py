@@ -96,3 +96,14 @@ def test_find_params_lists_available():
     assert find_params("dgro_fig1_reward_variance", "ci").is_file()
     with pytest.raises(ConfigError, match="available: .*ci/dgro_fig1_reward_variance.yaml"):
         find_params("nope", "ci")
+
+
+@pytest.mark.parametrize("name", ["dgro", "kimi", "dcpo", "j3", "entropy_adv", "grpo", "dapo"])
+def test_every_loss_is_reachable_by_name_from_yaml(tmp_path, name):
+    cfg = load_config(write(tmp_path, {"name": "x", "loss": {"name": name, "kwargs": {}}}))
+    assert cfg.loss.name == name
+
+
+def test_unknown_loss_name_lists_the_registry(tmp_path):
+    with pytest.raises(ConfigError, match=r"loss\.name.*'dpgo'.*dcpo.*dgro"):
+        load_config(write(tmp_path, {"name": "x", "loss": {"name": "dpgo"}}))

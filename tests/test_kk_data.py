@@ -27,6 +27,7 @@ from dgro_lib.data.kk import (
     evaluate,
     find_official_dir,
     format_prompt,
+    numbered_quiz,
     generate,
     load_kk,
     parse_statements,
@@ -360,7 +361,13 @@ def test_load_kk_hub_offline_fails_clearly(tmp_path):
 def test_format_prompt_and_answer_text():
     r = generate(3, 1, seed=9)[0]
     plain = format_prompt(r)
-    assert plain == r["quiz"] + "\nAnswer with each person's role.\n<think>"
+    numbered = numbered_quiz(r)
+    assert plain == numbered + "\nAnswer with each person's role.\n<think>"
+    # only the list of inhabitants changes: "(k) NAME" in order, the rest of the quiz word for word
+    intro = f"inhabitants: (1) {r['names'][0]}, (2) {r['names'][1]}, and (3) {r['names'][2]}."
+    assert intro in numbered
+    assert numbered.replace(intro, "") == r["quiz"].replace(
+        f"inhabitants: {r['names'][0]}, {r['names'][1]}, and {r['names'][2]}.", "")
     qwen = format_prompt(r, template="qwen")
     assert qwen.startswith("<|im_start|>system\nYou are a helpful assistant.")
     assert "<think> </think> and<answer> </answer> tags" in qwen
@@ -372,3 +379,16 @@ def test_format_prompt_and_answer_text():
                          for i, (n, s) in enumerate(zip(r["names"], r["solution"])))
     assert answer_text(r) == expected == r["solution_text_format"]
     assert answer_text({"names": ["A", "B"], "solution": [False, True]}) == "(1) A is a knave\n(2) B is a knight"
+
+
+
+def test_numbered_quiz_on_every_people_count_and_bad_input():
+    for p in range(2, 9):
+        for r in generate(p, 5, seed=40 + p):
+            q = numbered_quiz(r)
+            for k, name in enumerate(r["names"], 1):
+                assert f"({k}) {name}" in q
+            assert q.count("(") == p
+    bad = dict(generate(3, 1, seed=1)[0], quiz="No list here.", index=77)
+    with pytest.raises(ValueError, match="record 77.*inhabitant"):
+        numbered_quiz(bad)

@@ -545,8 +545,14 @@ def test_registry():
 
 def test_every_registered_loss_has_the_common_signature():
     logps, old, mask, adv = make_batch()
-    extras = {"ref_logps": old, "entropies": torch.ones_like(logps)}
+    from dgro_lib.losses import loss_temperatures, trl_loss_type
+
+    extras = {"ref_logps": old, "entropies": torch.ones_like(logps), "rewards": adv.detach().clone(),
+              "group_ids": torch.arange(logps.shape[0]) // 2}
     for name in list_losses():
+        if trl_loss_type(name) is not None:  # TRL's own loss: runs inside the trainer (tests/test_trainer.py)
+            continue
+        extras["temp_logps"] = {t: old for t in loss_temperatures(name)}
         kw = {k: extras[k] for k in loss_requires(name)}
         loss, metrics = get_loss(name)(logps, old, mask, adv, unrelated_cfg=1, **kw)
         assert loss.dim() == 0 and torch.isfinite(loss)

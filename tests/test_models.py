@@ -315,3 +315,33 @@ def test_load_model_missing_path_names_it(tmp_path):
         M.load_model(str(missing))
     with pytest.raises(FileNotFoundError, match="config.json"):
         M.load_model(tmp_path)
+
+
+# ------------------------------------------------------------------ warm-up recipe pieces
+
+def test_copy_drill_is_a_numbered_list_and_its_legend(tok):
+    rng = random.Random(0)
+    for _ in range(50):
+        text = M.copy_drill_text(rng)
+        m = re.fullmatch(r"You meet (\d) inhabitants: (.*)\. people (.*) \.", text)
+        assert m, text
+        k, listed, legend = int(m.group(1)), m.group(2), m.group(3)
+        pairs = re.findall(r"\((\d)\) (\w+)", legend)
+        assert [int(i) for i, _ in pairs] == list(range(1, k + 1))
+        assert re.findall(r"\((\d)\) (\w+)", listed) == pairs and len({n for _, n in pairs}) == k
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.unk_token_id not in ids
+        assert tok.convert_ids_to_tokens(ids).count("(1)") == 2  # the label is one token: the copy key
+
+
+def test_warmup_with_prompt_loss_drills_and_name_weight_runs(tok):
+    import dataclasses
+
+    cfg = dataclasses.replace(TINY, trace_style="explicit", prompt_loss=True, copy_drill_every=2, copy_drill_batch=4,
+                              name_loss_weight=4.0, max_steps=4)
+    model = M.build_tiny_model(cfg, tokenizer=tok)
+    before = [p.detach().clone() for p in model.parameters()]
+    stats = M.warmup(model, tok, cfg, progress=False)
+    assert stats["steps"] == 4 and all(map(lambda c: c[1] == c[1], stats["loss_curve"]))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert M.config_hash(cfg) != M.config_hash(TINY)

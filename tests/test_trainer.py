@@ -21,7 +21,7 @@ def tokenizer():
 
 
 def make_trainer(tmp_path, tokenizer, *, num_iterations=1, loss_name="dgro", loss_kwargs=None, steps=2, fast=True,
-                 callbacks=None, save_steps=100, prompts=2, G=4, reward=None):
+                 callbacks=None, save_steps=100, prompts=2, G=4, reward=None, grpo_kwargs=None, **trainer_kwargs):
     model = build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tokenizer)
     records = kk.generate(2, 20, seed=5)
     ds = Dataset.from_dict({
@@ -32,13 +32,17 @@ def make_trainer(tmp_path, tokenizer, *, num_iterations=1, loss_name="dgro", los
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"), per_device_train_batch_size=prompts * G, num_generations=G,
         num_iterations=num_iterations, max_steps=steps, learning_rate=1e-3, max_completion_length=12,
-        beta=0.0, scale_rewards="none", logging_steps=1, save_steps=save_steps,
-        report_to=[], use_cpu=True, bf16=False, seed=0, disable_tqdm=True,
+        **{"beta": 0.0, "scale_rewards": "none", "logging_steps": 1, "save_steps": save_steps,
+           "report_to": [], "use_cpu": True, "bf16": False, "seed": 0, "disable_tqdm": True, **(grpo_kwargs or {})},
     )
+    if args.beta != 0.0:  # TRL builds its reference model from the model's path: give it one
+        model.save_pretrained(tmp_path / "base")
+        model = str(tmp_path / "base")
     return DGROTrainer(
         model=model, reward_funcs=reward or kk_reward_func("[-3,3]"), args=args, train_dataset=ds,
         processing_class=tokenizer, rollout_func=make_rollout_func(sample) if fast else None,
-        loss_name=loss_name, loss_kwargs=loss_kwargs or {"beta1": 1.0, "beta2": 0.1}, callbacks=callbacks,
+        loss_name=loss_name, loss_kwargs={"beta1": 1.0, "beta2": 0.1} if loss_kwargs is None else loss_kwargs,
+        callbacks=callbacks, **trainer_kwargs,
     )
 
 
@@ -106,3 +110,104 @@ def test_checkpoint_resume_continues(tmp_path, tokenizer):
     assert resumed.state.global_step == 2
     steps = [h["step"] for h in resumed.state.log_history if "loss" in h]
     assert steps == [1, 2] or steps == [2], steps  # the first step comes from the checkpoint's history
+
+
+# ------------------------------------------------------------------ the whole loss family through the trainer
+
+from dgro_lib import losses as L  # noqa: E402
+
+# What each loss needs beyond the defaults to run (TRL's own KL and the DRO source policy need a reference model).
+SMOKE = {
+    "dgro": ({"beta1": 1.0, "beta2": 0.1}, {}),
+    "kimi": ({"tau": 0.1}, {}),
+    "dro": ({"beta": 0.1}, {"beta": 0.04}),
+    "grpo": ({"beta": 0.04}, {}),  # k3 KL to the reference, through TRL
+    "dcpo": ({"entropy_base": 0.5}, {}),
+    "j1": ({"alpha": 0.1}, {}),
+    "j3": ({"alpha": 0.1}, {}),
+    "entropy_reg": ({"coef": 0.01}, {}),
+    "entropy_adv": ({}, {}),
+    "online_dpo": ({"beta": 0.1}, {"beta": 0.04}),  # TRL's beta > 0 makes it compute the reference log-probs
+}
+METRIC = {"dgro": "dgro/grad_ratio_b2_b1", "kimi": "dgro/pg_term", "dro": "dgro/penalty_term", "dcpo": "dcpo/alpha",
+          "j1": "dcpo/alpha", "j3": "dcpo/rho_mean", "entropy_reg": "entropy_reg/entropy_term",
+          "entropy_adv": "entropy_adv/bonus_mean", "online_dpo": "online_dpo/frac_groups_with_pair"}
+
+
+@pytest.mark.parametrize("name", L.list_losses())
+def test_every_registered_loss_trains_through_the_trainer(tmp_path, tokenizer, name):
+    loss_kwargs, grpo_kwargs = SMOKE.get(name, ({}, {}))
+    if L.trl_loss_type(name) is not None:  # TRL's own: its kwargs are GRPOConfig fields, set by the trainer
+        grpo_kwargs = dict(loss_kwargs)  # (also here only so that make_trainer saves the model for TRL's ref copy)
+    trainer = make_trainer(tmp_path, tokenizer, loss_name=name, loss_kwargs=loss_kwargs, grpo_kwargs=grpo_kwargs,
+                           reward=length_reward, scale="group_std" if name in ("dcpo", "j1", "j3") else None)
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(logs) == 2 and all(math.isfinite(h["loss"]) for h in logs)
+    assert all("entropy" in h and "reward_stats/reward/var" in h for h in logs)
+    if name in METRIC:
+        assert all(math.isfinite(h[METRIC[name]]) for h in logs), logs
+    if L.trl_loss_type(name) is not None:
+        assert trainer.loss_type == name and trainer.beta == loss_kwargs.get("beta", 0.0)
+        assert all("clip_ratio/region_mean" in h for h in logs)  # TRL's own loss logged its own metrics
+
+
+def test_trl_loss_kwargs_must_be_grpo_config_fields(tmp_path, tokenizer):
+    with pytest.raises(ValueError, match="no_such_knob"):
+        make_trainer(tmp_path, tokenizer, loss_name="dapo", loss_kwargs={"no_such_knob": 1})
+
+
+def test_temperature_logps_need_on_policy(tmp_path, tokenizer):
+    with pytest.raises(ValueError, match="num_iterations=1"):
+        make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={}, num_iterations=2)
+
+
+def test_grpo_through_the_registry_equals_stock_trl(tmp_path, tokenizer):
+    """Same batch, same weights: DGROTrainer(loss 'dapo', scale group_std) == GRPOTrainer(loss_type 'dapo')."""
+    from trl import GRPOTrainer
+
+    ours = make_trainer(tmp_path / "a", tokenizer, loss_name="dapo", loss_kwargs={"epsilon_high": 0.28},
+                        reward=length_reward, scale="group_std", grpo_kwargs={"scale_rewards": "group"})
+    twin = build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tokenizer)  # seeded: the same initial weights
+    stock = GRPOTrainer(model=twin, reward_funcs=length_reward, args=ours.args, train_dataset=ours.train_dataset,
+                        processing_class=tokenizer, rollout_func=make_rollout_func(sample))
+    assert stock.loss_type == "dapo" and stock.epsilon_high == 0.28
+    ours.model.train()
+    rows = [{"prompt": p, "names": n, "solution": s} for p, n, s in zip(
+        *(ours.train_dataset[:2][k] for k in ("prompt", "names", "solution"))) for _ in range(4)]
+    batch = ours._generate_and_score_completions(rows)
+    ours.current_gradient_accumulation_steps = stock.current_gradient_accumulation_steps = 1  # set by train()
+    a = ours._compute_loss(ours.model, batch)
+    stock.model.train()
+    b = stock._compute_loss(stock.model, batch)
+    torch.testing.assert_close(a, b)
+
+
+def test_temperature_logps_come_from_the_same_forward(tmp_path, tokenizer):
+    """The trainer's log pi^T equal log_softmax(logits / T) of a plain forward pass."""
+    trainer = make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={"t_high": 1.3, "t_low": 0.7},
+                           reward=length_reward, logprob_chunk_size=5)
+    seen = {}
+    orig = trainer.loss_fn
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs["temp_logps"])
+        return orig(*args, **kwargs)
+
+    trainer.loss_fn = spy
+    trainer.model.train()
+    rows = [{"prompt": p, "names": n, "solution": s} for p, n, s in zip(
+        *(trainer.train_dataset[:2][k] for k in ("prompt", "names", "solution"))) for _ in range(4)]
+    batch = trainer._generate_and_score_completions(rows)
+    trainer.current_gradient_accumulation_steps = 1  # set by train()
+    trainer._compute_loss(trainer.model, batch)
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    C = batch["completion_ids"].size(1)
+    with torch.no_grad():
+        logits = trainer.model(input_ids=ids, attention_mask=att).logits[:, -C - 1:-1]
+    m = batch["completion_mask"].bool()
+    assert sorted(seen) == [0.7, 1.3]
+    for t in (0.7, 1.3):
+        ref = torch.log_softmax(logits.float() / t, -1).gather(-1, batch["completion_ids"][..., None]).squeeze(-1)
+        torch.testing.assert_close(seen[t][m], ref[m], rtol=1e-4, atol=1e-4)

@@ -57,6 +57,7 @@ __all__ = [
     "load_kk",
     "load_kk_hub",
     "format_prompt",
+    "numbered_quiz",
     "answer_text",
 ]
 
@@ -793,7 +794,37 @@ def format_prompt(record: dict, *, template: str = "plain") -> str:
     """
     if template not in PROMPT_TEMPLATES:
         raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(PROMPT_TEMPLATES)})")
-    return PROMPT_TEMPLATES[template].format(quiz=record["quiz"])
+    quiz = numbered_quiz(record) if template == "plain" else record["quiz"]
+    return PROMPT_TEMPLATES[template].format(quiz=quiz)
+
+
+_INTRO_RE = re.compile(r"inhabitants: ([^.]*)\.")
+
+
+def numbered_quiz(record: dict) -> str:
+    """The quiz with its list of inhabitants numbered as in the answer: "inhabitants: (1) Emily, (2) Jackson, and
+    (3) Matthew." (the rest of the text unchanged).
+
+    Used by the ``plain`` template of the embedded model: the answer format "(k) NAME is a ..." then has a key
+    that occurs only in that list, so a tiny model can copy names by plain induction instead of counting
+    positions in a list whose names recur throughout the quiz (measured: without it, a 1M-parameter model
+    learned every other part of the trace and never the names). The puzzle itself is unchanged.
+    Raises ValueError naming the record's index when the quiz has no "inhabitants: ... ." sentence listing
+    every name in order.
+    """
+    quiz, names = record["quiz"], list(record["names"])
+    m = _INTRO_RE.search(quiz)
+    intro = m.group(1) if m else ""
+    out, pos = [], 0
+    for k, name in enumerate(names, 1):
+        hit = re.search(rf"\b{re.escape(name)}\b", intro[pos:])
+        if hit is None:
+            raise ValueError(f"record {record.get('index', '?')}: the quiz does not list inhabitant {name!r} after "
+                             "'inhabitants:' (cannot number the list)")
+        out.append(intro[pos:pos + hit.start()] + f"({k}) {name}")
+        pos += hit.end()
+    out.append(intro[pos:])
+    return quiz[:m.start(1)] + "".join(out) + quiz[m.end(1):]
 
 
 def answer_text(record: dict) -> str:

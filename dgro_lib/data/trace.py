@@ -5,33 +5,40 @@ every step; a compact trace or no trace taught it the answer format and nothing 
 ``"explicit"`` trace below is designed so that every token can be produced from a few nearby
 facts (one attention hop each), never from a global computation:
 
-1. **Legend** — the people get numbers, in the quiz's order: ``people 1 Penelope 2 David 3 Zoey .``
-   After it the trace names nobody: a first version that repeated names everywhere spent its whole
-   warm-up budget learning *which* of the three names to copy (loss ~ln 3 on every name token),
-   whereas three number tokens are shared by every puzzle and the "next person" is just k+1.
+1. **Legend** — the people's labels, copied from the (numbered) list of the ``plain`` prompt
+   (:func:`dgro_lib.data.kk.numbered_quiz`): ``people (1) Penelope (2) David (3) Zoey .``
+   Labels are the answer's own ``(k)``, one token each. After the legend the trace names nobody: a
+   first version that repeated names everywhere spent its warm-up learning *which* name to copy,
+   whereas label tokens are shared by every puzzle and the "next person" is just k+1.
 2. **Header** — each statement once, an in-order copy of the quiz's wording minus filler, names
-   replaced by numbers::
+   replaced by labels::
 
-       1 says 2 knight iff 2 knave . 2 says if 3 knave then 1 not knight . 3 says ...
+       (1) says (2) knight iff (2) knave . (2) says if (3) knave then (1) not knight . (3) says ...
 
-   Clauses are ``k knight`` / ``k knave`` / ``k not knight`` ("k is not a knight"); operators
+   Clauses are ``(k) knight`` / ``(k) knave`` / ``(k) not knight`` ("k is not a knight"); operators
    ``and``, ``or``, ``if .. then``, ``iff``; a compound operand (deeper trees only) is bracketed.
 3. **Enumeration** — candidate assignments in the solver's order (lexicographic, knight first: each
    ``try`` line is a binary increment of the previous one)::
 
-       try 1 is knight 2 is knight 3 is knave :
+       try (1) is knight (2) is knight (3) is knave :
 
-   ``k is ROLE`` states the assignment under test (clauses never contain ``is``), so "the role of
-   person 2 right now" is one unambiguous hop to the latest ``2 is``.
+   ``(k) is ROLE`` states the assignment under test (clauses never contain ``is``), so "the role of
+   person 2 right now" is one unambiguous hop to the latest ``(2) is``.
 4. **Checks** — for each person in order: their role (restated, so the verdict is local), their
    statement copied from the header with each clause's truth value right after it, ``= V`` after
    each operator, and the verdict (a knight needs ``T``, a knave ``F``)::
 
-       1 is knight : 2 knight T iff 2 knave F = F bad .
+       (1) is knight : (2) knight T iff (2) knave F = F bad .
 
    Pruning: an assignment stops at its first ``bad`` person (the next line is the next ``try``); the
    trace stops at the first assignment whose people are all ``ok`` (the K&K generator only emits
-   unique-solution puzzles). The answer block then maps numbers back to names through the legend.
+   unique-solution puzzles). The answer block "(k) NAME is a ..." then copies each name from the
+   token after the same label in the legend / prompt list (plain induction).
+
+Measured on the 1M-parameter model (README, "embedded base model"): with bare numbers ``1 2 3`` as
+labels and an unnumbered prompt, every part of the trace was learned except the names (100 % wrong
+under teacher forcing after 7.5M tokens): copying "the k-th name of the list" needs a positional
+count, and a bare number is an ambiguous key in a trace full of numbers.
 
 ``slip_rate`` injects a *slip*: with that probability a trace flips one clause value in an
 assignment checked before the solution, chosen so that the flip turns that assignment's only
@@ -62,7 +69,7 @@ __all__ = [
 ]
 
 # Bump whenever the text of a trace changes: cached embedded models are keyed on it.
-TRACE_VERSION = 2
+TRACE_VERSION = 3
 STYLES = ("explicit", "none")
 
 _OP_WORD = {"and": "and", "or": "or", "<=>": "iff"}
@@ -248,7 +255,7 @@ def build_trace(record: dict, *, style: str = "explicit", slip_rate: float = 0.0
     if style == "none":
         return Trace("", slip[0] if slip else solution, slip is not None, 0)
 
-    labels = [str(i + 1) for i in range(len(names))]
+    labels = [f"({i + 1})" for i in range(len(names))]  # the answer's own labels: one token each
     # Legend: person numbers for the names, in the quiz's order (the trace then never copies a name).
     words: list[str] = ["people"]
     for lab, name in zip(labels, names):

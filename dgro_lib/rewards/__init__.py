@@ -1,6 +1,6 @@
-"""Rule-based rewards: DGRO Eq. 12 schemes (Table 4), Logic-RL's K&K reward, and the K&K verifier.
+"""Rule-based rewards: DGRO Eq. 12 schemes (Table 4), Logic-RL's K&K reward, the K&K verifier, and the math reward.
 
-See :mod:`dgro_lib.rewards.schemes` and :mod:`dgro_lib.rewards.kk`.
+See :mod:`dgro_lib.rewards.schemes`, :mod:`dgro_lib.rewards.kk` and :mod:`dgro_lib.rewards.math`.
 """
 
 from .kk import (
@@ -26,6 +26,18 @@ from .schemes import (
     get_scheme,
     outcome_components,
 )
+from .math import (
+    MathRewardFunc,
+    check_math_format,
+    extract_boxed,
+    extract_math_answer,
+    math_components,
+    math_equivalent,
+    math_is_correct,
+    math_outcome,
+    math_reward,
+    math_reward_func,
+)
 
 __all__ = [
     "KKRewardFunc",
@@ -47,4 +59,14 @@ __all__ = [
     "outcome_components",
     "parse_ground_truth",
     "parse_roles",
+    "MathRewardFunc",
+    "check_math_format",
+    "extract_boxed",
+    "extract_math_answer",
+    "math_components",
+    "math_equivalent",
+    "math_is_correct",
+    "math_outcome",
+    "math_reward",
+    "math_reward_func",
 ]

@@ -1,0 +1,286 @@
+"""The rest of the loss family (issue #3): PPO clip, DCPO, J1/J3, entropy baselines, TRL delegation, chunked log-probs.
+
+References, not frozen numbers: explicit loops over (i, t), autograd on tiny softmax policies, the exact
+expectation of a toy categorical policy for J3's importance-sampling estimator.
+"""
+
+import math
+
+import pytest
+import torch
+
+from dgro_lib import losses as L
+from dgro_lib.logprobs import chunked_logprobs, naive_logprobs
+
+torch.set_num_threads(1)
+
+
+def rand_batch(B=5, T=7, seed=0, off_policy=True):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(B, T, 11, generator=g)
+    ids = torch.randint(0, 11, (B, T), generator=g)
+    lp_all = torch.log_softmax(logits, -1)
+    old = lp_all.gather(-1, ids[..., None]).squeeze(-1)
+    new = old + (0.3 * torch.randn(B, T, generator=g) if off_policy else 0.0)
+    mask = torch.ones(B, T)
+    mask[0, 5:] = 0
+    mask[3, 2:] = 0
+    return new.clone().requires_grad_(True), old, mask, logits, ids
+
+
+# ------------------------------------------------------------------ PPO clip
+
+
+def ppo_ref(lp, old, A, eps, eps_high, dual):
+    r = math.exp(lp - old)
+    loss = max(-A * r, -A * min(max(r, 1 - eps), 1 + eps_high))
+    if dual is not None and A < 0:
+        loss = min(loss, -A * dual)
+    return loss
+
+
+@pytest.mark.parametrize("dual", [None, 3.0])
+def test_ppo_clip_matches_loop(dual):
+    lp, old, mask, *_ = rand_batch()
+    with torch.no_grad():
+        lp[1, :] = old[1, :] + 2.0  # far outside the clip range: exercises both clips and the dual clip
+    A = torch.randn(5, 7, generator=torch.Generator().manual_seed(1)) * 2
+    lp = lp.detach()
+    out, flags = L.ppo_clip_per_token(lp, old, A, epsilon=0.2, epsilon_high=0.28, dual_clip=dual)
+    for i in range(5):
+        for t in range(7):
+            ref = ppo_ref(lp[i, t].item(), old[i, t].item(), A[i, t].item(), 0.2, 0.28, dual)
+            assert out[i, t].item() == pytest.approx(ref, rel=1e-5, abs=1e-6)
+    if dual is not None:
+        assert flags["dual"].any()
+    with pytest.raises(ValueError, match="dual_clip"):
+        L.ppo_clip_per_token(lp, old, A, dual_clip=0.5)
+
+
+# ------------------------------------------------------------------ DCPO rules
+
+
+def test_dcpo_temperature_and_alpha_rules():
+    assert L.dcpo_temperature(0.5, entropy_base=0.5) == 1.2  # H <= H0 -> T_high
+    assert L.dcpo_temperature(0.51, entropy_base=0.5) == 0.8
+    # alpha' = min(|0.5-0.3|, 0.1) / 0.5 = 0.2 -> alpha = 0.2 / 1.2
+    assert L.dcpo_alpha(0.3, 0.5, entropy_base=0.5) == pytest.approx(0.2 / 1.2)
+    # below the cap: alpha' = 0.05 / 0.25 = 0.2
+    assert L.dcpo_alpha(0.45, 0.25, entropy_base=0.5) == pytest.approx(0.2 / 1.2)
+    assert L.dcpo_alpha(0.3, 0.0) == 0.0  # the guard: no correct sample
+
+
+def dcpo_ref(lp, old, lpT_hi, lpT_lo, mask, adv, rewards, *, H0, alpha, combine, double_is, weight, thr, eps, dual):
+    """Loop reference of DESIGN §3 steps 1-6 with token-mean aggregation (value only)."""
+    B, T = lp.shape
+    toks = [(i, t) for i in range(B) for t in range(T) if mask[i, t] > 0]
+    H = sum(-old[i, t] for i, t in toks) / len(toks)
+    temp_lp = lpT_hi if H <= H0 else lpT_lo
+    R = [1.0 if rewards[i] > thr else 0.0 for i in range(B)]
+    frac = sum(R) / B
+    if alpha == "adaptive":
+        a = 0.0 if frac == 0 else min(abs(H0 - H), 0.1) / frac
+        a = a / (1 + a)
+    else:
+        a = alpha
+    total = 0.0
+    for i, t in toks:
+        rho = math.exp(temp_lp[i, t] - old[i, t]) if (double_is and weight == "rho") else 1.0
+        At = ((1 - a) * adv[i] if combine == "convex" else adv[i]) + a * R[i] * rho
+        total += ppo_ref(lp[i, t], old[i, t], At, eps, eps, dual)
+    return total / len(toks), a, H
+
+
+@pytest.mark.parametrize("alpha,combine,double_is,weight", [
+    ("adaptive", "convex", True, "rho"),
+    ("adaptive", "convex", False, "rho"),
+    (0.3, "additive", True, "rho"),
+    (0.3, "additive", True, "one"),
+    (0.0, "convex", True, "rho"),
+])
+@pytest.mark.parametrize("H0", [0.1, 5.0])  # picks T_low / T_high
+def test_dcpo_loss_matches_loop_reference(alpha, combine, double_is, weight, H0):
+    lp, old, mask, logits, ids = rand_batch(seed=3)
+    lpT = {t: torch.log_softmax(logits / t, -1).gather(-1, ids[..., None]).squeeze(-1) for t in (1.2, 0.8)}
+    adv = torch.randn(5, generator=torch.Generator().manual_seed(4))
+    rewards = torch.tensor([3.0, -0.5, 3.0, -3.0, 0.0])
+    loss, m = L.dcpo_loss(lp, old, mask, adv, rewards=rewards, temp_logps=lpT, entropy_base=H0, alpha=alpha,
+                          combine=combine, double_is=double_is, weight=weight, dual_clip=3.0)
+    ref, a, H = dcpo_ref(lp.detach().double(), old.double(), lpT[1.2].double(),
+                         lpT[0.8].double(), mask, adv.double(), rewards, H0=H0, alpha=alpha, combine=combine,
+                         double_is=double_is, weight=weight, thr=0.05, eps=0.2, dual=3.0)
+    assert loss.item() == pytest.approx(float(ref), rel=1e-5)
+    assert m["dcpo/alpha"] == pytest.approx(a)
+    assert m["dcpo/H"] == pytest.approx(float(H), rel=1e-6)
+    assert m["dcpo/T"] == (1.2 if H <= H0 else 0.8)
+    assert m["dcpo/frac_correct"] == pytest.approx(0.4)
+    for key in ("dcpo/rho_mean", "dcpo/rho_max", "dcpo/rho_min", "dcpo/clip_frac_low", "dcpo/clip_frac_high",
+                "dcpo/clip_frac_dual", "dcpo/log_ratio_mean", "dcpo/log_ratio_std"):
+        assert math.isfinite(m[key])
+
+
+def test_dcpo_on_policy_gradient_is_reinforce_with_mixed_advantage():
+    """On-policy (ratio 1, no clip active) the gradient is -(1/N) sum_{i,t} Ã_it grad l_it: check with autograd."""
+    lp, old, mask, logits, ids = rand_batch(seed=5, off_policy=False)
+    lpT = {t: torch.log_softmax(logits / t, -1).gather(-1, ids[..., None]).squeeze(-1) for t in (1.2, 0.8)}
+    adv = torch.randn(5, generator=torch.Generator().manual_seed(6))
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
+    loss, m = L.dcpo_loss(lp, old, mask, adv, rewards=rewards, temp_logps=lpT, entropy_base=5.0)
+    loss.backward()
+    a, T = m["dcpo/alpha"], m["dcpo/T"]
+    rho = torch.exp(lpT[T] - old)
+    At = (1 - a) * adv[:, None] + a * rewards[:, None] * rho
+    expected = -(At * mask) / mask.sum()
+    torch.testing.assert_close(lp.grad, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_dcpo_without_reinforce_is_token_mean_ppo():
+    lp, old, mask, logits, ids = rand_batch(seed=7)
+    lpT = {t: torch.zeros_like(old) for t in (1.2, 0.8)}
+    adv = torch.randn(5)
+    loss, _ = L.dcpo_loss(lp, old, mask, adv, rewards=torch.ones(5), temp_logps=lpT, alpha=0.0, dual_clip=None)
+    per, _ = L.ppo_clip_per_token(lp, old, adv[:, None].expand(5, 7))
+    torch.testing.assert_close(loss, (per * mask).sum() / mask.sum())
+
+
+def test_dcpo_bad_options_name_themselves():
+    lp, old, mask, *_ = rand_batch()
+    kw = dict(rewards=torch.ones(5), temp_logps={1.2: old, 0.8: old})
+    with pytest.raises(ValueError, match="combine"):
+        L.dcpo_loss(lp, old, mask, torch.zeros(5), combine="mix", **kw)
+    with pytest.raises(ValueError, match="alpha"):
+        L.dcpo_loss(lp, old, mask, torch.zeros(5), alpha="auto", **kw)
+    with pytest.raises(ValueError, match="rewards"):
+        L.dcpo_loss(lp, old, mask, torch.zeros(5), rewards=torch.ones(4), temp_logps=kw["temp_logps"])
+    with pytest.raises(KeyError, match="T=1.2"):
+        L.dcpo_loss(lp, old, mask, torch.zeros(5), rewards=torch.ones(5), temp_logps={0.8: old}, entropy_base=99.0)
+    with pytest.raises(ValueError, match="combine"):
+        L.get_loss("j3")(lp, old, mask, torch.zeros(5), combine="convex", **kw)
+
+
+def test_j3_estimator_is_unbiased_for_the_temperature_expectation():
+    """E_{y~pi}[rho R grad log pi] = E_{y~pi^T}[R grad log pi]: J3's weighted regularizer on samples from pi_old
+    estimates the pi_old^T expectation (Monte Carlo, tolerance from the estimator's own standard error)."""
+    K, T, N = 6, 1.2, 20000
+    z = torch.tensor([1.5, 0.2, -0.3, 0.8, -1.0, 0.0], requires_grad=True)
+    R = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    piT = torch.softmax(z.detach() / T, -1)
+    # exact: sum_y pi^T(y) R(y) grad log pi(y), grad log pi(y) = e_y - pi
+    pi = torch.softmax(z.detach(), -1)
+    exact = sum(piT[y] * R[y] * (torch.eye(K)[y] - pi) for y in range(K))
+    y = torch.multinomial(pi, N, replacement=True, generator=torch.Generator().manual_seed(0))
+    logp = torch.log_softmax(z, -1)[y][:, None]  # (N, 1): one-token "responses"
+    old = logp.detach()
+    lpT = {T: torch.log_softmax(z.detach() / T, -1)[y][:, None], 0.8: old}
+    loss, m = L.get_loss("j3")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], temp_logps=lpT,
+                               alpha=1.0, entropy_base=99.0, dual_clip=None)
+    assert m["dcpo/T"] == T
+    (g,) = torch.autograd.grad(-loss, z)  # ascent direction = the estimator's mean
+    per = (torch.exp(lpT[T] - old).squeeze(1) * R[y])[:, None] * (torch.eye(K)[y] - pi)  # per-sample terms
+    se = per.std(0) / math.sqrt(N)
+    assert torch.all((g - exact).abs() <= 5 * se + 1e-6), (g, exact, se)
+    # and J1 (weight 1) estimates the pi_old expectation instead, which differs here
+    exact_j1 = sum(pi[y_] * R[y_] * (torch.eye(K)[y_] - pi) for y_ in range(K))
+    assert (exact - exact_j1).abs().max() > 10 * se.max()
+
+
+# ------------------------------------------------------------------ entropy baselines
+
+
+def test_entropy_adv_matches_loop_and_never_flips_sign():
+    lp, old, mask, logits, ids = rand_batch(seed=9)
+    ent = -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1)
+    adv = torch.tensor([1.0, -0.5, 0.0, -2.0, 0.3])
+    loss, m = L.entropy_adv_loss(lp, old, mask, adv, entropies=ent, alpha=0.4, kappa=2.0)
+    tot, n = 0.0, 0
+    for i in range(5):
+        for t in range(7):
+            if mask[i, t] > 0:
+                At = float(adv[i]) + min(0.4 * float(ent[i, t]), abs(float(adv[i])) / 2.0)
+                if adv[i] < 0:
+                    assert At <= 0
+                tot += ppo_ref(lp[i, t].item(), old[i, t].item(), At, 0.2, 0.2, None)
+                n += 1
+    assert loss.item() == pytest.approx(tot / n, rel=1e-5)
+    assert 0 < m["entropy_adv/cap_frac"] <= 1
+
+
+def test_entropy_reg_gradient_on_a_softmax_policy():
+    """loss = PPO(token-mean) - c * mean H: its gradient w.r.t. the logits equals autograd of the hand-written sum."""
+    g = torch.Generator().manual_seed(11)
+    logits = torch.randn(3, 4, 5, generator=g, requires_grad=True)
+    ids = torch.randint(0, 5, (3, 4), generator=g)
+    mask = torch.ones(3, 4)
+    mask[2, 3] = 0
+    logp_all = torch.log_softmax(logits, -1)
+    lp = logp_all.gather(-1, ids[..., None]).squeeze(-1)
+    ent = -(logp_all.exp() * logp_all).sum(-1)
+    adv = torch.tensor([0.5, -1.0, 2.0])
+    loss, _ = L.entropy_reg_loss(lp, lp.detach(), mask, adv, entropies=ent, coef=0.05)
+    (g1,) = torch.autograd.grad(loss, logits, retain_graph=True)
+    ref = (-(adv[:, None] * torch.exp(lp - lp.detach())) * mask).sum() / mask.sum() - 0.05 * (ent * mask).sum() / mask.sum()
+    (g2,) = torch.autograd.grad(ref, logits)
+    torch.testing.assert_close(g1, g2)
+
+
+# ------------------------------------------------------------------ registry
+
+
+def test_registry_names_and_trl_delegates():
+    names = set(L.list_losses())
+    assert {"grpo", "dapo", "dr_grpo", "bnpo", "dgro", "kimi", "dro", "dcpo", "j1", "j3", "entropy_reg",
+            "entropy_adv"} <= names
+    for lt in L.TRL_LOSSES:
+        assert L.trl_loss_type(lt) == lt
+        with pytest.raises(RuntimeError, match="GRPOTrainer"):
+            L.get_loss(lt)(None, None, None, None)
+    assert L.trl_loss_type("dgro") is None
+    assert L.loss_temperatures("dcpo", {"t_high": 1.5}) == (1.5, 0.8)
+    assert L.loss_temperatures("dgro") == ()
+    assert "temp_logps" in L.loss_requires("j3") and "temp_logps" not in L.loss_requires("j1")
+
+
+# ------------------------------------------------------------------ chunked log-probs
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_chunked_logprobs_match_full_logits(chunk):
+    g = torch.Generator().manual_seed(12)
+    hidden, weight, bias = torch.randn(2, 9, 8, generator=g), torch.randn(50, 8, generator=g), torch.randn(50, generator=g)
+    labels = torch.randint(0, 50, (2, 9), generator=g)
+    out = chunked_logprobs(hidden, weight, labels, temperatures=(0.8, 1.0, 1.2), bias=bias, chunk_size=chunk)
+    for t in (0.8, 1.0, 1.2):
+        ref_lp, ref_h = naive_logprobs(hidden, weight, labels, temperature=t, bias=bias)
+        torch.testing.assert_close(out[t][0], ref_lp, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out[t][1], ref_h, rtol=1e-5, atol=1e-5)
+
+
+def test_chunked_logprobs_errors_name_the_argument():
+    h, w, y = torch.zeros(2, 3, 4), torch.zeros(5, 4), torch.zeros(2, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match="temperatures"):
+        chunked_logprobs(h, w, y, temperatures=(0.0,))
+    with pytest.raises(ValueError, match="weight"):
+        chunked_logprobs(h, torch.zeros(5, 3), y, temperatures=(1.0,))
+    with pytest.raises(ValueError, match="chunk_size"):
+        chunked_logprobs(h, w, y, temperatures=(1.0,), chunk_size=0)
+
+
+# ------------------------------------------------------------------ online DPO
+
+
+def test_online_dpo_matches_pairwise_loop_and_skips_ties():
+    lp, old, mask, *_ = rand_batch(B=6, seed=13)
+    ref = old + 0.1 * torch.randn(6, 7, generator=torch.Generator().manual_seed(14))
+    rewards = torch.tensor([1.0, 3.0, -1.0, 2.0, 2.0, 2.0])  # group 0: rows 0-2; group 1: rows 3-5 (all tied)
+    gids = torch.tensor([0, 0, 0, 1, 1, 1])
+    loss, m = L.get_loss("online_dpo")(lp, old, mask, torch.zeros(6), rewards=rewards, group_ids=gids, ref_logps=ref,
+                                       beta=0.5)
+    seq = lambda i: float(((lp[i] - ref[i]) * mask[i]).sum())  # noqa: E731
+    ref_loss = -math.log(1 / (1 + math.exp(-0.5 * (seq(1) - seq(2)))))
+    assert loss.item() == pytest.approx(ref_loss, rel=1e-5)
+    assert m["online_dpo/frac_groups_with_pair"] == 0.5
+    loss.backward()
+    assert lp.grad[3:].abs().sum() == 0 and lp.grad[0].abs().sum() == 0 and lp.grad[1].abs().sum() > 0
+    tied, m2 = L.get_loss("online_dpo")(lp, old, mask, torch.zeros(6), rewards=torch.ones(6), group_ids=gids,
+                                        ref_logps=ref)
+    assert tied.item() == 0 and m2["online_dpo/frac_groups_with_pair"] == 0
