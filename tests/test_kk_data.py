@@ -205,6 +205,12 @@ def test_official_records_reproduced_by_renderer_and_cot(official_records):
         assert chain_of_thought(r["statements"], r["names"]) == (r["cot_head"], r["cot_repeat_steps"], r["cot_foot"])
 
 
+def test_every_official_quiz_gets_a_numbered_list(official_records):
+    for r in official_records:
+        q = numbered_quiz(r)
+        assert all(f"({k}) {n}" in q for k, n in enumerate(r["names"], 1)), r["index"]
+
+
 def test_official_names_are_NAMES(official_records):
     assert {n for r in official_records for n in r["names"]} == set(NAMES)
     assert len(NAMES) == len(set(NAMES)) == 51
