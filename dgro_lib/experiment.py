@@ -118,6 +118,15 @@ def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any
     )
 
 
+def _protocol(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]:
+    """How the held-out numbers were measured (written next to them in base_eval.json / final_eval.json)."""
+    from .evaluate import eval_protocol
+
+    return eval_protocol(temperature=0.0, n_samples=1, max_new_tokens=cfg.eval.max_new_tokens,
+                         template=cfg.data.template, people=list(cfg.data.eval_people), n_puzzles=n_records,
+                         data_source=cfg.data.source, eval_seed=cfg.data.eval_seed)
+
+
 def _summary(ev: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ev.items() if not isinstance(v, (list, tuple))}
 
@@ -252,7 +261,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     heldout_rows.append({"step": t.max_steps, "subset": len(eval_records), **_summary(final)})
     pd.DataFrame(heldout_rows).to_csv(heldout_csv, index=False)
     tmp = final_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"summary": summary, "correct": list(map(bool, final["correct"]))}, indent=1))
+    tmp.write_text(json.dumps({"summary": summary, "correct": list(map(bool, final["correct"])),
+                               "protocol": _protocol(cfg, len(final["correct"]))}, indent=1))
     os.replace(tmp, final_path)
     return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)
 
@@ -269,7 +279,8 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     torch.set_num_threads(cfg.train.threads)
     model, tokenizer = load_model(resolve_model_path(cfg))
     ev = _evaluate(model, tokenizer, load_eval_records(cfg), cfg)
-    base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"]))}
+    base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"])),
+            "protocol": _protocol(cfg, len(ev["correct"]))}
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(base, indent=1))
     return base

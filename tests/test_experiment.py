@@ -21,6 +21,10 @@ def test_run_writes_outputs_and_resumes(tmp_path):
     assert manifest["config"]["train"]["max_steps"] == 2 and "commit" in manifest["git"]
     assert pd.read_csv(run_dir / "metrics.csv")["step"].tolist() == [1, 2]
     assert 0.0 <= summary["accuracy"] <= 1.0
+    protocol = json.loads((run_dir / "final_eval.json").read_text())["protocol"]
+    assert protocol["temperature"] == 0.0 and protocol["n_samples"] == 1
+    assert protocol["template"] == cfg.data.template and protocol["max_new_tokens"] == cfg.eval.max_new_tokens
+    assert protocol["n_puzzles"] == len(json.loads((run_dir / "final_eval.json").read_text())["correct"])
 
     # a finished run is reused, not retrained
     mtime = (run_dir / "metrics.csv").stat().st_mtime
