@@ -110,6 +110,8 @@ class HiddenStateCapture:
 
     def __init__(self, model: torch.nn.Module):
         base = model
+        while hasattr(base, "module") and isinstance(base.module, torch.nn.Module):  # DDP / DeepSpeed wrappers
+            base = base.module
         if hasattr(base, "get_base_model"):  # peft
             base = base.get_base_model()
         backbone = getattr(base, "base_model", None)
