@@ -36,6 +36,7 @@ def chunked_logprobs(
     chunk_size: int = 256,
     compute_entropy: bool = True,
     logit_scale: float = 1.0,
+    softcap: float | None = None,
 ) -> dict[float, tuple[torch.Tensor, torch.Tensor | None]]:
     """Log-prob of ``labels`` and entropy under softmax(logits / T) for each T, chunked over tokens.
 
@@ -48,6 +49,8 @@ def chunked_logprobs(
         chunk_size: tokens projected at once (peak extra memory ~ 3 × chunk_size × V × 4 bytes).
         compute_entropy: also return the full-vocabulary entropy H(softmax(logits/T)) per token.
         logit_scale: multiplier applied to the logits before the temperature (models that scale logits).
+        softcap: ``final_logit_softcapping`` c of models that use it (Gemma 2): logits -> c·tanh(logits/c),
+            after ``logit_scale`` and before the temperature, as transformers and TRL's fused head do.
 
     Returns:
         {T: (logps, entropy)} with tensors of shape ``labels.shape`` in float32 (entropy None when
@@ -76,6 +79,8 @@ def chunked_logprobs(
         logits = torch.nn.functional.linear(h[s:e], weight, bias).float()  # (c, V): the only big tensor
         if logit_scale != 1.0:
             logits.mul_(logit_scale)
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
         tgt = logits.gather(1, y[s:e, None]).squeeze(1)
         for t in temps:
             z = logits if t == 1.0 else logits / t

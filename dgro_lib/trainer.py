@@ -188,13 +188,12 @@ class DGROTrainer(GRPOTrainer):
         if cap.hidden is None:
             raise RuntimeError("the forward pass did not expose the backbone's hidden states")
         cfg = self.model.config.get_text_config()
-        if getattr(cfg, "final_logit_softcapping", None):
-            raise NotImplementedError("log-probs at a second temperature do not support final_logit_softcapping")
         C = completion_ids.size(1)
         hidden = cap.hidden[:, -C - 1 : -1]  # position k-1 predicts completion token k
         head = cap.lm_head
         out = chunked_logprobs(hidden, head.weight, completion_ids, temperatures=self.loss_temperatures,
                                bias=head.bias, compute_entropy=False,
+                               softcap=getattr(cfg, "final_logit_softcapping", None),
                                chunk_size=self.logprob_chunk_size)
         return {t: lp for t, (lp, _ent) in out.items()}
 

@@ -284,3 +284,13 @@ def test_online_dpo_matches_pairwise_loop_and_skips_ties():
     tied, m2 = L.get_loss("online_dpo")(lp, old, mask, torch.zeros(6), rewards=torch.ones(6), group_ids=gids,
                                         ref_logps=ref)
     assert tied.item() == 0 and m2["online_dpo/frac_groups_with_pair"] == 0
+
+
+def test_chunked_logprobs_softcap_matches_capped_logits():
+    g = torch.Generator().manual_seed(15)
+    hidden, weight = torch.randn(3, 6, 8, generator=g) * 3, torch.randn(40, 8, generator=g)
+    labels = torch.randint(0, 40, (3, 6), generator=g)
+    out = chunked_logprobs(hidden, weight, labels, temperatures=(0.7,), chunk_size=4, softcap=5.0)
+    logits = torch.tanh((hidden @ weight.T) / 5.0) * 5.0 / 0.7
+    ref = torch.log_softmax(logits, -1).gather(-1, labels[..., None]).squeeze(-1)
+    torch.testing.assert_close(out[0.7][0], ref, rtol=1e-5, atol=1e-5)
