@@ -617,6 +617,13 @@ def _ppo_metrics(prefix: str, logps, old, m, flags, entropies=None) -> dict[str,
     return out
 
 
+def _clipped_pg(prefix, lp, old, m, adv, entropies, *, epsilon, epsilon_high, dual_clip, aggregation, norm_len):
+    """PPO clipped surrogate aggregated over the mask, with the shared clip/log-ratio/entropy metrics."""
+    per_tok, flags = ppo_clip_per_token(lp, old, adv, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip)
+    loss = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
+    return loss, _ppo_metrics(prefix, lp, old, m, flags, entropies)
+
+
 def _prep_tokens(logps, old_logps, mask, advantages):
     """:func:`_prepare` (fp32+, padding zeroed, advantages expanded to (B, T)) plus the validity mask."""
     lp, old, m, adv = _prepare(logps, old_logps, mask, advantages)
@@ -757,10 +764,7 @@ def dcpo_loss(
         else:
             a = float(alpha)
         adv_t = dcpo_advantages(adv, correct, rho, alpha=a, combine=combine) * m
-    per_tok, flags = ppo_clip_per_token(lp, old, adv_t, epsilon=epsilon, epsilon_high=epsilon_high,
-                                        dual_clip=dual_clip)
-    loss = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
-    metrics = _ppo_metrics("dcpo", lp, old, m, flags, entropies)
+    loss, metrics = _clipped_pg("dcpo", lp, old, m, adv_t, entropies, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
     rv = rho[valid] if bool(valid.any()) else rho.new_ones(1)
     metrics.update({
         "dcpo/alpha": a, "dcpo/T": T, "dcpo/H": H, "dcpo/frac_correct": frac,
@@ -828,13 +832,10 @@ def entropy_reg_loss(
     DCPO paper does not print it); set it in the params file. Metrics under ``entropy_reg/``.
     """
     lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
-    per_tok, flags = ppo_clip_per_token(lp, old, adv, epsilon=epsilon, epsilon_high=epsilon_high,
-                                        dual_clip=dual_clip)
+    pg, metrics = _clipped_pg("entropy_reg", lp, old, m, adv, entropies, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
     ent = torch.where(m > 0, entropies.to(m.dtype), 0.0)
-    pg = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
     h = aggregate(ent, m, aggregation, norm_len=norm_len)
     loss = pg - coef * h
-    metrics = _ppo_metrics("entropy_reg", lp, old, m, flags, entropies)
     metrics.update({"entropy_reg/pg_loss": float(pg.detach()), "entropy_reg/entropy_term": float(h.detach())})
     return loss, metrics
 
@@ -871,10 +872,7 @@ def entropy_adv_loss(
         cap = adv.abs() / kappa
         bonus = torch.minimum(raw, cap)
         adv_t = (adv + bonus) * m
-    per_tok, flags = ppo_clip_per_token(lp, old, adv_t, epsilon=epsilon, epsilon_high=epsilon_high,
-                                        dual_clip=dual_clip)
-    loss = aggregate(per_tok * m, m, aggregation, norm_len=norm_len)
-    metrics = _ppo_metrics("entropy_adv", lp, old, m, flags, entropies)
+    loss, metrics = _clipped_pg("entropy_adv", lp, old, m, adv_t, entropies, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
     metrics.update({"entropy_adv/bonus_mean": _masked_mean(bonus, m),
                     "entropy_adv/cap_frac": _masked_mean(raw > cap, m)})
     return loss, metrics

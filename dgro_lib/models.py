@@ -446,38 +446,34 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     step = 0
     drill_rng = random.Random(cfg.seed + 7)
     for step in range(1, cfg.max_steps + 1):
-        if cfg.copy_drill_every > 0 and step % cfg.copy_drill_every == 0:
+        drill = cfg.copy_drill_every > 0 and step % cfg.copy_drill_every == 0
+        if drill:
             loss = _drill_step(model, tokenizer, drill_rng, cfg.copy_drill_batch, pad)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            bar.update(1)
-            continue
-        ids = next(batches)
-        width = max(lengths[i] for i in ids)
-        # (B, L) right-padded: with causal attention no real token sees a pad, so no attention mask
-        # is needed (and sdpa keeps its fast causal path); pads and prompt tokens get label -100.
-        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-        labels = torch.full((len(ids), width), -100, dtype=torch.long)
-        for r, i in enumerate(ids):
-            input_ids[r, : lengths[i]] = torch.tensor(seqs[i])
-            start = 0 if cfg.prompt_loss else plens[i]
-            labels[r, start: lengths[i]] = input_ids[r, start: lengths[i]]
-        if name_ids is None:
-            loss = model(input_ids=input_ids, labels=labels).loss
         else:
-            loss = _weighted_lm_loss(model(input_ids=input_ids).logits, labels, name_ids, cfg.name_loss_weight)
+            ids = next(batches)
+            width = max(lengths[i] for i in ids)
+            # (B, L) right-padded: with causal attention no real token sees a pad, so no attention mask
+            # is needed (and sdpa keeps its fast causal path); pads and prompt tokens get label -100.
+            input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+            labels = torch.full((len(ids), width), -100, dtype=torch.long)
+            for r, i in enumerate(ids):
+                input_ids[r, : lengths[i]] = torch.tensor(seqs[i])
+                start = 0 if cfg.prompt_loss else plens[i]
+                labels[r, start: lengths[i]] = input_ids[r, start: lengths[i]]
+            if name_ids is None:
+                loss = model(input_ids=input_ids, labels=labels).loss
+            else:
+                loss = _weighted_lm_loss(model(input_ids=input_ids).logits, labels, name_ids, cfg.name_loss_weight)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        tokens += sum(lengths[i] for i in ids)
-        comp_tokens += sum(lengths[i] - plens[i] for i in ids)
-        losses.append(loss.item())
-        if step % 25 == 0:
+        if not drill:  # the loss curve and token counts are over puzzle batches only
+            tokens += sum(lengths[i] for i in ids)
+            comp_tokens += sum(lengths[i] - plens[i] for i in ids)
+            losses.append(loss.item())
+        if step % 25 == 0 and losses:
             curve.append((step, sum(losses[-25:]) / len(losses[-25:])))
             bar.set_postfix(loss=f"{curve[-1][1]:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
         bar.update(1)
