@@ -98,6 +98,8 @@ class LossConfig:
     DGRO Eq. 2/15)."""
     scale: str | None = None
     """``None`` (DGRO: A = r - V) or ``group_std`` (GRPO's division by the group std)."""
+    value_lr: float | None = None
+    """Learning rate of the value head V_phi(x) of losses that learn one (``dro``); null = train.learning_rate."""
 
 
 @dataclass
@@ -134,13 +136,27 @@ class TrainConfig:
     instead of ``model.generate``."""
     threads: int = 1
     """torch threads per run (runs are parallelised across processes instead)."""
+    rollout_policy: str = "current"
+    """Who samples the rollouts: ``current`` (online RL) or ``reference`` (the frozen initial model, a fixed
+    sampling policy mu: DRO's offline setting). ``reference`` needs ``fast_sampler``."""
 
 
 @dataclass
 class EvalConfig:
+    """The held-out evaluation protocol; written into base_eval.json / final_eval.json beside the numbers."""
+
+    temperature: float = 0.0
+    """0 = greedy decoding (then n_samples must be 1); > 0 = sampling at this temperature."""
+    n_samples: int = 1
+    """Samples per puzzle (accuracy is then avg@n, the mean over all samples)."""
+    ks: list[int] = field(default_factory=lambda: [1])
+    """pass@k values reported (unbiased estimator of Chen et al.; every k <= n_samples)."""
+    seed: int = 0
+    """Sampling seed of the evaluation (ignored when greedy)."""
     max_new_tokens: int = 400
-    """Generation budget of the held-out evaluation (greedy)."""
+    """Generation budget per completion."""
     batch_size: int = 50
+    """Rows per generation chunk (memory, not results)."""
 
 
 @dataclass
@@ -260,6 +276,21 @@ def _validate(cfg: ExperimentConfig) -> None:
             raise ConfigError(f"train.{key}: must be >= 1, got {getattr(t, key)}")
     if t.temperature <= 0:
         raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
+    if t.rollout_policy not in ("current", "reference"):
+        raise ConfigError(f"train.rollout_policy: {t.rollout_policy!r} is not one of current, reference")
+    if t.rollout_policy == "reference" and not t.fast_sampler:
+        raise ConfigError("train.rollout_policy: 'reference' samples through the rollout_func hook; set train.fast_sampler: true")
+    e = cfg.eval
+    if e.temperature < 0:
+        raise ConfigError(f"eval.temperature: must be >= 0 (0 = greedy), got {e.temperature}")
+    if e.n_samples < 1 or e.max_new_tokens < 1 or e.batch_size < 1:
+        raise ConfigError(f"eval.n_samples, eval.max_new_tokens, eval.batch_size: must be >= 1, got "
+                          f"{e.n_samples}, {e.max_new_tokens}, {e.batch_size}")
+    if e.temperature == 0 and e.n_samples != 1:
+        raise ConfigError(f"eval.n_samples: greedy decoding (eval.temperature 0) gives one answer, got {e.n_samples}")
+    bad_k = [k for k in e.ks if not 1 <= k <= e.n_samples]
+    if not e.ks or bad_k:
+        raise ConfigError(f"eval.ks: every k must satisfy 1 <= k <= eval.n_samples={e.n_samples}, got {e.ks}")
     if cfg.data.source not in ("generated", "official", "hub"):
         raise ConfigError(f"data.source: {cfg.data.source!r} is not one of generated, official, hub")
     from dgro_lib.losses import list_losses

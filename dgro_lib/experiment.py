@@ -106,25 +106,39 @@ def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
 
 
 def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any]:
-    from .models import evaluate_greedy
+    """Held-out evaluation under ``cfg.eval``. ``correct`` has one entry per puzzle (what the paired McNemar
+    test compares): the greedy answer, or with sampling the first sample (one unbiased pass@1 draw); with
+    sampling, ``n_correct`` (per puzzle, out of n_samples), ``pass@k`` for ``cfg.eval.ks`` and ``accuracy`` =
+    avg@n are added."""
+    from .evaluate import pass_at_k
+    from .models import evaluate_greedy, evaluate_sampled
 
-    return evaluate_greedy(
-        model,
-        tokenizer,
-        records,
-        template=cfg.data.template,
-        max_new_tokens=cfg.eval.max_new_tokens,
-        batch_size=cfg.eval.batch_size,
-    )
+    e = cfg.eval
+    common = dict(template=cfg.data.template, max_new_tokens=e.max_new_tokens, batch_size=e.batch_size)
+    if e.temperature == 0:
+        ev = evaluate_greedy(model, tokenizer, records, **common)
+        ev["pass@1"] = ev["accuracy"]
+        return ev
+    ev = evaluate_sampled(model, tokenizer, records, n=e.n_samples, temperature=e.temperature, seed=e.seed, **common)
+    n = e.n_samples
+    counts = [sum(ev["correct"][i * n:(i + 1) * n]) for i in range(len(records))]
+    ev["n_correct"] = counts
+    ev["correct"] = [bool(ev["correct"][i * n]) for i in range(len(records))]
+    for k in e.ks:
+        ev[f"pass@{k}"] = sum(pass_at_k(n, c, k) for c in counts) / max(len(counts), 1)
+    return ev
 
 
 def _protocol(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]:
     """How the held-out numbers were measured (written next to them in base_eval.json / final_eval.json)."""
     from .evaluate import eval_protocol
 
-    return eval_protocol(temperature=0.0, n_samples=1, max_new_tokens=cfg.eval.max_new_tokens,
-                         template=cfg.data.template, people=list(cfg.data.eval_people), n_puzzles=n_records,
-                         data_source=cfg.data.source, eval_seed=cfg.data.eval_seed)
+    e = cfg.eval
+    return eval_protocol(temperature=e.temperature, n_samples=e.n_samples, max_new_tokens=e.max_new_tokens,
+                         template=cfg.data.template, ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
+                         people=list(cfg.data.eval_people), n_puzzles=n_records, data_source=cfg.data.source,
+                         eval_seed=cfg.data.eval_seed,
+                         paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle")
 
 
 def _summary(ev: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +162,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
 
     from .data import kk
     from .models import load_model, sample
+    from .losses import loss_requires, trl_loss_type
     from .rewards import kk_reward_func
     from .trainer import DGROTrainer, make_rollout_func
 
@@ -188,7 +203,11 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         lr_scheduler_type=t.lr_scheduler_type,
         temperature=t.temperature,
         max_completion_length=t.max_completion_length,
-        beta=0.0,
+        # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
+        # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
+        # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).
+        beta=1.0 if trl_loss_type(cfg.loss.name) is None and (
+            "ref_logps" in loss_requires(cfg.loss.name) or t.rollout_policy == "reference") else 0.0,
         scale_rewards="none",
         logging_steps=1,
         save_steps=t.save_steps,
@@ -241,11 +260,12 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         train_dataset=train_ds,
         processing_class=tokenizer,
         callbacks=[_Recorder()],
-        rollout_func=make_rollout_func(sample) if t.fast_sampler else None,
+        rollout_func=make_rollout_func(sample, policy=t.rollout_policy) if t.fast_sampler else None,
         loss_name=cfg.loss.name,
         loss_kwargs=cfg.loss.kwargs,
         value=cfg.loss.value,
         scale=cfg.loss.scale,
+        value_lr=cfg.loss.value_lr,
     )
     resume = _latest_checkpoint(run_dir / "trainer")
     if resume:

@@ -23,6 +23,7 @@ Paper equations refer to the DGRO paper (Decoupled Group Reward Optimization).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import torch
@@ -39,6 +40,12 @@ __all__ = [
     "dro_loss",
     "entropy_adv_loss",
     "entropy_reg_loss",
+    "EXTRA_PLACEMENTS",
+    "ExtraRollouts",
+    "aepo_loss",
+    "j2_loss",
+    "j4_loss",
+    "loss_extra_rollouts",
     "get_loss",
     "group_mean_baseline",
     "group_stats",
@@ -63,10 +70,68 @@ LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
 _LOSSES: dict[str, LossFn] = {}
 _REQUIRES: dict[str, tuple[str, ...]] = {}
 _TEMPERATURES: dict[str, Callable[[dict], tuple[float, ...]]] = {}
+_EXTRA_ROLLOUTS: dict[str, Callable[[dict], "ExtraRollouts"]] = {}
+
+EXTRA_PLACEMENTS = ("replace", "append")
+
+
+@dataclass(frozen=True)
+class ExtraRollouts:
+    """What a loss needs beyond the on-policy rollout batch: G more samples, at a temperature T chosen from the
+    policy entropy, for a fraction of the batch's prompts (AEPO, DCPO's J2/J4). Declared at registration
+    (``register_loss(..., extra_rollouts=fn(kwargs) -> ExtraRollouts)``); the trainer generates and scores them,
+    and :func:`dgro_lib.rollouts.merge_rollouts` puts them into the batch. Rows that came from these rollouts
+    are flagged ``rollout_flags == 1`` and carry their temperature in ``rollout_temps``.
+
+    Fields:
+        placement: ``"replace"`` — the selected extra rows take the place of the *first* on-policy rows (the
+            batch keeps its size; AEPO's ``concat([extra[:n], batch[n:]])``), or ``"append"`` — they are added
+            after the on-policy rows (J2/J4: J_GRPO on the on-policy rows + α·J_reg on the extra rows).
+        fraction: share of the batch's prompts (whole groups) that get extra rollouts, rounded, at least one.
+        entropy_base, t_high, t_low: T = t_high if H <= entropy_base else t_low (the DCPO/AEPO rule), H the
+            token-mean policy entropy of the *previous* optimizer step (0 before the first, so the first
+            batch uses t_high), as the AEPO authors' trainer does.
+        min_advantage: keep only extra rows whose (group-normalised) advantage exceeds this (AEPO: 0.05).
+        set_advantage: overwrite the kept rows' advantage with this value (AEPO: 1.0).
+        max_rows: keep at most this many rows (AEPO's ``reinforce_sample_num``, 60), halved when H > entropy_base
+            if ``halve_above_base``.
+    """
+
+    placement: str
+    fraction: float = 1.0
+    entropy_base: float = 0.5
+    t_high: float = 1.2
+    t_low: float = 0.8
+    min_advantage: float | None = None
+    set_advantage: float | None = None
+    max_rows: int | None = None
+    halve_above_base: bool = False
+
+    def __post_init__(self):
+        if self.placement not in EXTRA_PLACEMENTS:
+            raise ValueError(f"extra rollouts placement {self.placement!r}; valid: {', '.join(EXTRA_PLACEMENTS)}")
+        if not 0.0 < self.fraction <= 1.0:
+            raise ValueError(f"extra rollouts fraction must be in (0, 1], got {self.fraction!r}")
+        if self.t_high <= 0 or self.t_low <= 0:
+            raise ValueError(f"temperatures must be > 0, got t_high={self.t_high!r}, t_low={self.t_low!r}")
+        if self.max_rows is not None and self.max_rows < 0:
+            raise ValueError(f"max_rows must be >= 0 or None, got {self.max_rows!r}")
+
+    def temperature(self, entropy: float) -> float:
+        """The sampling temperature of the extra rollouts for a policy entropy H (:func:`dcpo_temperature`)."""
+        return dcpo_temperature(entropy, entropy_base=self.entropy_base, t_high=self.t_high, t_low=self.t_low)
+
+    def n_prompts(self, n_local_prompts: int) -> int:
+        """How many of ``n_local_prompts`` get extra rollouts."""
+        return max(1, min(n_local_prompts, round(self.fraction * n_local_prompts)))
 
 
 def register_loss(
-    name: str, *, requires: Iterable[str] = (), temperatures: Callable[[dict], Iterable[float]] | None = None
+    name: str,
+    *,
+    requires: Iterable[str] = (),
+    temperatures: Callable[[dict], Iterable[float]] | None = None,
+    extra_rollouts: Callable[[dict], ExtraRollouts] | None = None,
 ) -> Callable[[LossFn], LossFn]:
     """Decorator registering a policy loss under ``name``.
 
@@ -78,6 +143,8 @@ def register_loss(
         temperatures: for losses requiring ``"temp_logps"``: a function of the loss kwargs
             returning the temperatures T at which the trainer must score the batch
             (see :func:`loss_temperatures`).
+        extra_rollouts: a function of the loss kwargs returning the :class:`ExtraRollouts` the trainer
+            must generate for each rollout batch (see :func:`loss_extra_rollouts`).
 
     Re-registering the same function (same module and qualified name, e.g. after a
     module reload) is allowed; registering a different function under a taken name
@@ -95,6 +162,8 @@ def register_loss(
         _REQUIRES[name] = req
         if temperatures is not None:
             _TEMPERATURES[name] = lambda kw: tuple(float(t) for t in temperatures(kw))
+        if extra_rollouts is not None:
+            _EXTRA_ROLLOUTS[name] = extra_rollouts
         return fn
 
     return decorator
@@ -130,6 +199,14 @@ def loss_temperatures(name: str, kwargs: dict | None = None) -> tuple[float, ...
         raise _unknown(name)
     fn = _TEMPERATURES.get(name)
     return fn(dict(kwargs or {})) if fn is not None else ()
+
+
+def loss_extra_rollouts(name: str, kwargs: dict | None = None) -> ExtraRollouts | None:
+    """The extra rollouts the loss ``name`` (configured with ``kwargs``) needs per batch, or None."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _EXTRA_ROLLOUTS.get(name)
+    return fn(dict(kwargs or {})) if fn is not None else None
 
 
 def trl_loss_type(name: str) -> str | None:
@@ -391,7 +468,7 @@ def kimi_loss(
     )
 
 
-@register_loss("dro", requires=("ref_logps",))
+@register_loss("dro", requires=("ref_logps", "rewards", "values"))
 def dro_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -399,20 +476,44 @@ def dro_loss(
     advantages: torch.Tensor,
     *,
     ref_logps: torch.Tensor,
+    rewards: torch.Tensor | None = None,
+    values: torch.Tensor | None = None,
     beta: float = 0.1,
+    value_coef: float = 1.0,
     ratio_level: str = "sequence",
     aggregation: str | None = None,
     norm_len: float | None = None,
     **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """DRO's policy loss as a DGRO preset (DGRO Table 1, Eq. 13): β1 = β, β2 = β²/2, π_src = π_ref.
+    """DRO (Richemond et al. 2024) as a DGRO preset (DGRO Table 1, Eq. 13): β1 = β, β2 = β²/2, π_src = π_ref.
 
-    Equals (1/2)·E[(r − V_φ − β log π/π_ref)²] up to a θ-free term (DRO's Eq. 4).
-    ``advantages`` must be r − V_φ(x) from a learned value (the value-head loss is
-    not part of this function); ``ref_logps`` (B, T) replaces ``old_logps`` as the
-    source policy (``old_logps`` is ignored). Metrics as :func:`dgro_loss`.
+    With a learned value (``values`` = V_φ(x) (B,) carrying the value head's graph, ``rewards`` (B,) raw):
+    A_i = r_i − V_φ(x_i) (detached) for the policy term, plus ``value_coef`` × the value loss
+    (1/2)·mean_i (r_i − V_φ(x_i) − β·Δ_i)², Δ_i = Σ_t m(ℓ − ℓ^ref) detached. With value_coef = 1 the sum is a
+    surrogate with exactly the θ- and φ-gradients of DRO's objective (1/2)·E[(r − V_φ(x) − β log π_θ/π_ref)²]
+    (its Eq. 4; tested), with sequence-level ratios. Without ``values``, ``advantages`` must already be r − V.
+
+    Shapes: logps/mask/ref_logps (B, T); advantages, rewards, values (B,). ``old_logps`` is ignored (the
+    source policy is π_ref). DRO's data are offline samples of a fixed policy μ: run the trainer with
+    ``make_rollout_func(sample, policy="reference")`` (``train.rollout_policy: reference``).
+    Metrics as :func:`dgro_loss` plus ``dro/{value_loss,value_mean,adv_mean}`` with a learned value.
     """
-    return dgro_loss(
+    metrics: dict[str, float] = {}
+    value_loss = None
+    if values is not None:
+        if rewards is None:
+            raise ValueError("dro_loss with values needs rewards (B,) to form r - V")
+        if values.shape != rewards.shape or values.dim() != 1:
+            raise ValueError(f"values {tuple(values.shape)} and rewards {tuple(rewards.shape)} must both be (B,)")
+        r = rewards.detach().to(values.dtype)
+        advantages = r - values.detach()
+        with torch.no_grad():
+            m = mask.to(logps.dtype)
+            delta = ((logps.detach() - ref_logps.detach()) * m).sum(-1).to(values.dtype)
+        value_loss = 0.5 * ((r - values - beta * delta) ** 2).mean()
+        metrics = {"dro/value_loss": float(value_loss.detach()), "dro/value_mean": float(values.detach().mean()),
+                   "dro/adv_mean": float(advantages.mean())}
+    loss, m2 = dgro_loss(
         logps,
         ref_logps,
         mask,
@@ -423,6 +524,10 @@ def dro_loss(
         aggregation=aggregation,
         norm_len=norm_len,
     )
+    m2.update(metrics)
+    if value_loss is not None:
+        loss = loss + value_coef * value_loss.to(loss.dtype)
+    return loss, m2
 
 
 # ---------------------------------------------------------------------------
@@ -803,6 +908,169 @@ def j3_loss(logps, old_logps, mask, advantages, *, rewards, temp_logps, alpha: f
     fixed α, additive: Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π."""
     return _j_preset("rho")(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps,
                             alpha=alpha, **kw)
+
+
+# ---------------------------------------------------------------------------
+# Losses on extra temperature-T rollouts: AEPO, J2, J4 (DESIGN §3; DCPO Table 1)
+# ---------------------------------------------------------------------------
+
+
+def _spec_kwargs(kw: dict, names: tuple[str, ...]) -> dict:
+    return {k: kw[k] for k in names if k in kw}
+
+
+_SPEC_KEYS = ("fraction", "entropy_base", "t_high", "t_low")
+
+
+def _aepo_spec(kw: dict) -> ExtraRollouts:
+    return ExtraRollouts(placement="replace", min_advantage=float(kw.get("min_advantage", 0.05)),
+                         set_advantage=1.0, max_rows=kw.get("reinforce_sample_num", 60), halve_above_base=True,
+                         **_spec_kwargs(kw, _SPEC_KEYS))
+
+
+@register_loss("aepo", requires=("rollout_flags",), extra_rollouts=_aepo_spec)
+def aepo_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rollout_flags: torch.Tensor,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """AEPO (597358816/AEPO, ``ray_trainer.py``; DESIGN §3): GRPO's PPO loss on a batch in which up to
+    ``reinforce_sample_num`` temperature-T samples with GRPO advantage > ``min_advantage`` (0.05) replace the
+    first on-policy rows, with their advantage set to 1 (half as many when H > H0).
+
+    The substitution is the rollout spec (:class:`ExtraRollouts`, placement ``"replace"``) that the trainer
+    applies before this function runs; the loss itself is the clipped surrogate (ε 0.2, dual clip 3.0 as
+    DCPO) aggregated ``token-mean``. Spec kwargs (read at registration, ignored here): ``fraction`` (1.0: the
+    authors' trainer samples the whole batch again; DESIGN §3 says a quarter), ``entropy_base``, ``t_high``,
+    ``t_low``, ``min_advantage``, ``reinforce_sample_num`` (an absolute row count, scale it with the batch).
+
+    Shapes: logps/old_logps/mask (B, T); advantages (B,) or (B, T); rollout_flags (B,) 1 on substituted rows.
+    Metrics: ``aepo/frac_substituted`` plus clip fractions, log-ratio mean/std under ``aepo/``.
+    """
+    lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
+    loss, metrics = _clipped_pg("aepo", lp, old, m, adv * m, None, epsilon=epsilon, epsilon_high=epsilon_high,
+                                dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
+    metrics["aepo/frac_substituted"] = float(rollout_flags.float().mean()) if rollout_flags.numel() else 0.0
+    return loss, metrics
+
+
+def _append_spec(kw: dict) -> ExtraRollouts:
+    return ExtraRollouts(placement="append", **_spec_kwargs(kw, _SPEC_KEYS))
+
+
+def _j_extra(prefix, logps, old_logps, mask, advantages, rewards, rollout_flags, weight_fn, *, alpha,
+             correct_threshold, epsilon, epsilon_high, dual_clip, aggregation, norm_len):
+    """J = J_GRPO(on-policy rows, Â) + α·J_reg(extra rows, R_i·w_{i,t}), each aggregated over its own rows."""
+    lp, old, m, adv, valid = _prep_tokens(logps, old_logps, mask, advantages)
+    B = lp.shape[0]
+    if rewards.shape != (B,) or rollout_flags.shape != (B,):
+        raise ValueError(f"rewards {tuple(rewards.shape)} and rollout_flags {tuple(rollout_flags.shape)} must be ({B},)")
+    extra = rollout_flags.to(m.dtype)[:, None]
+    m_on, m_x = m * (1.0 - extra), m * extra
+    with torch.no_grad():
+        correct = (rewards.detach() > correct_threshold).to(m.dtype)
+        w = weight_fn(old, valid)
+        adv_x = correct[:, None] * w * m_x
+    pg, metrics = _clipped_pg(prefix, lp, old, m_on, adv * m_on, None, epsilon=epsilon, epsilon_high=epsilon_high,
+                              dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
+    reg, _ = _clipped_pg(prefix, lp, old, m_x, adv_x, None, epsilon=epsilon, epsilon_high=epsilon_high,
+                         dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
+    n_x = int(rollout_flags.sum())
+    wv = w[(m_x > 0)] if bool((m_x > 0).any()) else w.new_ones(1)
+    metrics.update({
+        f"{prefix}/alpha": float(alpha), f"{prefix}/pg_loss": float(pg.detach()), f"{prefix}/reg_loss": float(reg.detach()),
+        f"{prefix}/extra_rows": float(n_x),
+        f"{prefix}/extra_frac_correct": float((correct * rollout_flags.to(m.dtype)).sum() / max(n_x, 1)),
+        f"{prefix}/weight_mean": float(wv.mean()), f"{prefix}/weight_max": float(wv.max()),
+    })
+    return pg + alpha * reg, metrics
+
+
+@register_loss("j2", requires=("rewards", "rollout_flags"), extra_rollouts=_append_spec)
+def j2_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    rollout_flags: torch.Tensor,
+    alpha: float = 0.1,
+    correct_threshold: float = 0.05,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DCPO Table 1, J2 (AEPO's regularizer): J = J_GRPO + α·J_reg, J_reg = E_{y~π_old^T}[R(y)·∇log π(y)]
+    estimated on extra samples drawn at temperature T, weight 1.
+
+    The extra rows come from the rollout spec (placement ``"append"``; kwargs ``fraction``, ``entropy_base``,
+    ``t_high``, ``t_low``). The on-policy rows (``rollout_flags == 0``) give the clipped GRPO loss with their Â;
+    the extra rows the clipped loss with advantage R_i = 1[r_i > correct_threshold]; each part is aggregated over
+    its own rows and the parts are added with weight α. Shapes: logps/old_logps/mask (B, T); advantages (B,);
+    rewards, rollout_flags (B,). Metrics under ``j2/`` (α, both parts, extra rows, their correct fraction).
+    """
+    return _j_extra("j2", logps, old_logps, mask, advantages, rewards, rollout_flags,
+                    lambda old, valid: torch.ones_like(old), alpha=alpha, correct_threshold=correct_threshold,
+                    epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation,
+                    norm_len=norm_len)
+
+
+@register_loss("j4", requires=("rewards", "rollout_flags", "rollout_temps", "temp_logps"),
+               temperatures=_dcpo_temps, extra_rollouts=_append_spec)
+def j4_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    rollout_flags: torch.Tensor,
+    rollout_temps: torch.Tensor,
+    temp_logps: dict[float, torch.Tensor],
+    alpha: float = 0.1,
+    correct_threshold: float = 0.05,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+    **_: object,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DCPO Table 1, J4: samples from π_old^T with importance weight 1/ρ = π_old/π_old^T, i.e. the regularizer
+    estimates E_{y~π_old}[R·∇log π] from temperature-T samples (the paper reports that J4 collapses entropy).
+
+    As :func:`j2_loss` with w_{i,t} = exp(ℓ^old_{i,t} − ℓ^{old,T}_{i,t}) on the extra rows, T the row's sampling
+    temperature (``rollout_temps``), ℓ^{old,T} from ``temp_logps`` (the trainer scores every declared T).
+    Shapes additionally: rollout_temps (B,); temp_logps {T: (B, T)}. Metrics under ``j4/``.
+    """
+    def inverse_rho(old, valid):
+        w = torch.ones_like(old)
+        for T in torch.unique(rollout_temps[rollout_flags > 0]).tolist():
+            key = next((k for k in temp_logps if abs(float(k) - T) < 1e-6), None)
+            if key is None:
+                raise KeyError(f"temp_logps has temperatures {sorted(map(float, temp_logps))}; extra rows were "
+                               f"sampled at T={T}")
+            rows = ((rollout_flags > 0) & (abs(rollout_temps - T) < 1e-6))[:, None] & valid
+            lpT = temp_logps[key].detach().to(old.dtype)
+            w = torch.where(rows, torch.exp(old - torch.where(valid, lpT, 0.0)), w)
+        return w
+
+    return _j_extra("j4", logps, old_logps, mask, advantages, rewards, rollout_flags, inverse_rho, alpha=alpha,
+                    correct_threshold=correct_threshold, epsilon=epsilon, epsilon_high=epsilon_high,
+                    dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
 
 
 # ---------------------------------------------------------------------------

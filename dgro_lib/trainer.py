@@ -23,6 +23,11 @@ What TRL 1.16 does not give a custom loss, and this class adds (DESIGN section 5
   {T: (B, T) log pi^T} for the temperatures it declares, from the same forward pass: the backbone's last
   hidden state is captured by a hook and projected through the LM head in chunks
   (:func:`dgro_lib.logprobs.chunked_logprobs`), detached.
+* **Extra temperature-T rollouts.** A loss registered with ``extra_rollouts=`` (AEPO, J2, J4) gets, for each
+  rollout batch, G more samples at temperature T (from the previous step's policy entropy) for a fraction of
+  the prompts, generated and scored by the same TRL code path with the sampling temperature switched;
+  :func:`dgro_lib.rollouts.merge_rollouts` substitutes or appends them as the registry entry declares. Their
+  logs go under ``extra_rollouts/``.
 
 The beta2 term of DGRO has zero gradient when pi_theta == pi_old. TRL computes ``old_per_token_logps``
 only when a rollout batch feeds several optimizer steps (``num_iterations > 1``), so DGRO configs that
@@ -31,15 +36,18 @@ want beta2 to act must set ``num_iterations >= 2``.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import torch
 from trl import GRPOTrainer
 
 from .logprobs import HiddenStateCapture, chunked_logprobs
-from .losses import compute_advantages, get_loss, group_stats, loss_requires, loss_temperatures, trl_loss_type
+from .losses import (compute_advantages, get_loss, group_stats, loss_extra_rollouts, loss_requires,
+                     loss_temperatures, trl_loss_type)
+from .rollouts import merge_rollouts
 
-__all__ = ["DGROTrainer", "make_rollout_func"]
+__all__ = ["DGROTrainer", "ROLLOUT_POLICIES", "make_rollout_func"]
 
 
 class DGROTrainer(GRPOTrainer):
@@ -53,6 +61,8 @@ class DGROTrainer(GRPOTrainer):
         scale: ``None`` (A = r - V, DGRO) or ``group_std`` (GRPO-style scaling).
         logprob_chunk_size: tokens per LM-head chunk when a loss needs log-probs at other temperatures
             (peak extra memory ~ 3 x chunk x vocab x 4 bytes).
+        value_lr: learning rate of the value head (losses that require ``values``, e.g. DRO); None = the
+            policy's learning rate.
         *args, **kwargs: passed to :class:`trl.GRPOTrainer`.
     """
 
@@ -64,6 +74,7 @@ class DGROTrainer(GRPOTrainer):
         value: str = "group_mean",
         scale: str | None = None,
         logprob_chunk_size: int = 256,
+        value_lr: float | None = None,
         **kwargs: Any,
     ):
         self.loss_name = loss_name
@@ -75,8 +86,16 @@ class DGROTrainer(GRPOTrainer):
         self.value = value
         self.scale = scale
         self.logprob_chunk_size = int(logprob_chunk_size)
+        self.extra_rollouts = loss_extra_rollouts(loss_name, self.loss_kwargs)
+        self._last_entropy = 0.0  # token-mean policy entropy of the previous step (AEPO's trainer starts at 0)
         self._captured_rewards: torch.Tensor | None = None
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
+        if self.extra_rollouts is not None and grpo_args is not None and getattr(grpo_args, "use_vllm", False) \
+                and getattr(grpo_args, "vllm_importance_sampling_correction", False):
+            raise ValueError(
+                f"loss {loss_name!r} samples extra rollouts at another temperature; TRL's vLLM importance-sampling "
+                "correction would compare them with temperature-1 log-probs: set vllm_importance_sampling_correction=False"
+            )
         if self.trl_loss is not None:
             self._configure_trl_loss(grpo_args)
         if self.loss_temperatures and grpo_args is not None and getattr(grpo_args, "num_iterations", 1) > 1:
@@ -85,6 +104,35 @@ class DGROTrainer(GRPOTrainer):
                 "taken from the loss's own forward pass, which is pi_old only on-policy: set num_iterations=1"
             )
         super().__init__(*args, **kwargs)
+        self.value_lr = value_lr
+        if "values" in self.loss_extras:
+            self._attach_value_head()
+
+    # -- learned value V_phi(x) (DRO) ---------------------------------------------------------------------
+
+    VALUE_HEAD = "dgro_value_head"
+
+    def _attach_value_head(self) -> None:
+        """A linear head V_phi(x) on the backbone's (detached) hidden state at the last prompt token, zero-init.
+
+        A submodule of the policy, so TRL's optimizer, DDP/DeepSpeed wrapping and checkpoints (hence resume)
+        carry it; its input is detached, so the value loss never moves the policy (DRO trains two networks).
+        """
+        hidden = self.model.config.get_text_config().hidden_size
+        head = torch.nn.Linear(hidden, 1).to(device=self.model.device, dtype=torch.float32)
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+        self.model.add_module(self.VALUE_HEAD, head)
+
+    def create_optimizer(self, model=None):
+        opt = super().create_optimizer(model)
+        head = getattr(self.accelerator.unwrap_model(self.model), self.VALUE_HEAD, None)
+        if head is not None and self.value_lr is not None:
+            ids = {id(p) for p in head.parameters()}
+            for group in opt.param_groups:
+                group["params"] = [p for p in group["params"] if id(p) not in ids]
+            opt.add_param_group({"params": list(head.parameters()), "lr": self.value_lr, "weight_decay": 0.0})
+        return opt
 
     def _configure_trl_loss(self, grpo_args) -> None:
         """Point TRL at its own loss: ``loss_type`` and the loss kwargs as GRPOConfig fields (epsilon, beta, ...)."""
@@ -110,6 +158,72 @@ class DGROTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
+        output = self._score_rollouts(inputs)
+        spec = self.extra_rollouts
+        if spec is None or not self.model.training:
+            return output
+        G = self.num_generations
+        if len(inputs) % G:
+            raise ValueError(f"extra rollouts need whole groups on each process: {len(inputs)} local rows, G={G} "
+                             "(make per_device_train_batch_size a multiple of num_generations)")
+        k = spec.n_prompts(len(inputs) // G)
+        T = spec.temperature(self._last_entropy)
+        with self._sampling_temperature(T), self._metrics_under("train", "extra_rollouts/"):
+            extra = self._score_rollouts(inputs[: k * G], group_offset=self.accelerator.num_processes * len(inputs) // G)
+        merged, stats = merge_rollouts(
+            output, extra, spec, temperature=T, sampling_temperature=self.temperature,
+            high_entropy=self._last_entropy > spec.entropy_base, pad_token_id=self._tokenizer.pad_token_id,
+        )
+        steps = self.args.steps_per_generation
+        if merged["completion_ids"].size(0) % steps:
+            raise ValueError(f"{merged['completion_ids'].size(0)} rows after the extra rollouts do not split into "
+                             f"steps_per_generation={steps} equal micro-batches")
+        merged["num_items_in_batch"] = self.accelerator.gather(merged["num_items_in_batch"]).sum()
+        for key, val in stats.items():
+            self._metrics["train"][key].append(val)
+        self._metrics["train"]["extra_rollouts/H_prev"].append(self._last_entropy)
+        return merged
+
+    @contextmanager
+    def _sampling_temperature(self, T: float):
+        """Sample at temperature T for the duration (HF generate, our rollout_func and vLLM read these)."""
+        targets = [(self, "temperature")]
+        if getattr(self, "generation_config", None) is not None:
+            targets.append((self.generation_config, "temperature"))
+        vllm = getattr(self, "vllm_generation", None)
+        if vllm is not None and hasattr(vllm, "temperature"):
+            targets.append((vllm, "temperature"))
+        saved = [getattr(obj, attr) for obj, attr in targets]
+        try:
+            for obj, attr in targets:
+                setattr(obj, attr, float(T))
+            yield
+        finally:
+            for (obj, attr), val in zip(targets, saved):
+                setattr(obj, attr, val)
+
+    @contextmanager
+    def _metrics_under(self, mode: str, prefix: str):
+        """Re-file every metric logged inside the block under ``prefix`` (so extra rollouts do not mix into the
+        on-policy completion/reward statistics). ``num_tokens`` stays: TRL keeps it as a running total."""
+        store = self._metrics[mode]
+        before = {k: len(v) for k, v in store.items()}
+        try:
+            yield
+        finally:
+            for key in list(store):
+                if key == "num_tokens":
+                    continue
+                new = store[key][before.get(key, 0):]
+                if new:
+                    del store[key][before.get(key, 0):]
+                    store[prefix + key].extend(new)
+                    if not store[key]:
+                        del store[key]
+
+    def _score_rollouts(self, inputs, group_offset: int = 0):
+        """TRL's generation and scoring plus our raw rewards, true-group advantages and group ids (offset by
+        ``group_offset``, so extra rollouts never share an id with the on-policy groups)."""
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
@@ -122,7 +236,7 @@ class DGROTrainer(GRPOTrainer):
         )
         n_local = output["completion_ids"].size(0)
         process_slice = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
-        group_ids = torch.arange(rewards.numel(), device=rewards.device) // group_size
+        group_ids = torch.arange(rewards.numel(), device=rewards.device) // group_size + group_offset
         output["advantages"] = advantages[process_slice]
         output["rewards"] = rewards[process_slice]
         output["group_ids"] = group_ids[process_slice]
@@ -140,13 +254,18 @@ class DGROTrainer(GRPOTrainer):
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
         mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
-        temp_logps = None
-        if self.loss_temperatures:
+        temp_logps = values = None
+        if self.loss_temperatures or "values" in self.loss_extras:
             with HiddenStateCapture(model) as cap:
                 logps, entropies, _ = self._get_per_token_logps_and_entropies(
                     model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True
                 )
-            temp_logps = self._temperature_logps(cap, completion_ids)
+            if self.loss_temperatures:
+                temp_logps = self._temperature_logps(cap, completion_ids)
+            if "values" in self.loss_extras:
+                # prompts are left-padded: column P-1 is every row's last prompt token
+                head = getattr(self.accelerator.unwrap_model(model), self.VALUE_HEAD)
+                values = head(cap.hidden[:, prompt_ids.size(1) - 1].detach().float()).squeeze(-1)
         else:
             logps, entropies, _ = self._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True
@@ -162,6 +281,9 @@ class DGROTrainer(GRPOTrainer):
             "ref_logps": inputs.get("ref_per_token_logps"),
             "sampling_logps": inputs.get("sampling_per_token_logps"),
             "temp_logps": temp_logps,
+            "rollout_flags": inputs.get("rollout_flags"),
+            "rollout_temps": inputs.get("rollout_temps"),
+            "values": values,
         }
         extras = {}
         for name in self.loss_extras:
@@ -175,7 +297,10 @@ class DGROTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         fmask = mask.to(entropies.dtype)
         ent = (entropies * fmask).sum() / fmask.sum().clamp(min=1.0)
-        self._metrics[mode]["entropy"].append(self.accelerator.gather(ent.detach()).mean().item())
+        ent_all = self.accelerator.gather(ent.detach()).mean().item()
+        self._metrics[mode]["entropy"].append(ent_all)
+        if mode == "train":
+            self._last_entropy = ent_all
         self._metrics[mode]["loss/value"].append(float(loss.detach()))
         for key, val in metrics.items():
             self._metrics[mode][key].append(float(val))
@@ -198,16 +323,29 @@ class DGROTrainer(GRPOTrainer):
         return {t: lp for t, (lp, _ent) in out.items()}
 
 
-def make_rollout_func(sample_fn: Callable[..., list[list[int]]]) -> Callable:
+ROLLOUT_POLICIES = ("current", "reference")
+
+
+def make_rollout_func(sample_fn: Callable[..., list[list[int]]], *, policy: str = "current") -> Callable:
     """Adapt a token sampler to TRL's ``rollout_func`` hook (so generation can be swapped without forking TRL).
 
     ``sample_fn(model, tokenizer, prompts, *, n, temperature, max_new_tokens)`` returns one list of completion
     ids per prompt row; TRL has already repeated each prompt ``num_generations`` times, so ``n=1``.
+    ``policy="current"`` samples from the policy being trained (online RL); ``"reference"`` from TRL's frozen
+    reference model (needs ``beta != 0`` so TRL builds one): samples of a fixed policy mu, i.e. DRO's offline
+    setting with fresh i.i.d. draws instead of a stored data set.
     """
+    if policy not in ROLLOUT_POLICIES:
+        raise ValueError(f"rollout policy {policy!r}; valid: {', '.join(ROLLOUT_POLICIES)}")
 
     def rollout_func(prompts: list[str], trainer: GRPOTrainer) -> dict[str, Any]:
         tokenizer = trainer.processing_class
-        model = trainer.accelerator.unwrap_model(trainer.model)
+        if policy == "reference":
+            if trainer.ref_model is None:
+                raise ValueError("rollout policy 'reference' needs TRL's reference model: set beta != 0 in GRPOConfig")
+            model = trainer.accelerator.unwrap_model(trainer.ref_model)
+        else:
+            model = trainer.accelerator.unwrap_model(trainer.model)
         prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         was_training = model.training
         model.eval()

@@ -107,3 +107,14 @@ def test_every_loss_is_reachable_by_name_from_yaml(tmp_path, name):
 def test_unknown_loss_name_lists_the_registry(tmp_path):
     with pytest.raises(ConfigError, match=r"loss\.name.*'dpgo'.*dcpo.*dgro"):
         load_config(write(tmp_path, {"name": "x", "loss": {"name": "dpgo"}}))
+
+
+@pytest.mark.parametrize("override,field", [
+    ({"eval.temperature": 0.0, "eval.n_samples": 4}, "eval.n_samples"),
+    ({"eval.temperature": -1.0}, "eval.temperature"),
+    ({"eval.temperature": 1.0, "eval.n_samples": 2, "eval.ks": [1, 4]}, "eval.ks"),
+])
+def test_eval_protocol_is_validated(override, field):
+    cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        apply_overrides(cfg, override)

@@ -39,3 +39,33 @@ def test_run_writes_outputs_and_resumes(tmp_path):
     run_training(cfg, 0, run_dir)
     assert pd.read_csv(run_dir / "metrics.csv")["step"].tolist() == [1, 2]
     assert (run_dir / "final_eval.json").is_file()
+
+
+def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
+    """eval.temperature > 0: n samples per puzzle, accuracy = avg@n = pass@1, pass@k for eval.ks, one paired
+    entry per puzzle, and the protocol says so."""
+    from dgro_lib.evaluate import pass_at_k
+    from dgro_lib.experiment import _evaluate, _protocol, load_eval_records, resolve_model_path
+    from dgro_lib.models import load_model
+
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                          {"eval.temperature": 1.0, "eval.n_samples": 4, "eval.ks": [1, 2, 4], "eval.max_new_tokens": 24})
+    model, tok = load_model(resolve_model_path(cfg))
+    records = load_eval_records(cfg)[:5]
+    ev = _evaluate(model, tok, records, cfg)
+    assert len(ev["correct"]) == 5 and len(ev["n_correct"]) == 5 and ev["n"] == 20
+    assert ev["pass@1"] == ev["accuracy"] == sum(ev["n_correct"]) / 20
+    assert ev["pass@4"] == sum(c > 0 for c in ev["n_correct"]) / 5
+    assert ev["pass@2"] == sum(pass_at_k(4, c, 2) for c in ev["n_correct"]) / 5
+    p = _protocol(cfg, 5)
+    assert (p["temperature"], p["n_samples"], p["ks"], p["paired_metric"]) == (1.0, 4, [1, 2, 4], "first sample per puzzle")
+
+
+def test_dro_runs_offline_from_the_config(tmp_path):
+    """loss dro + train.rollout_policy reference + loss.value_lr, straight from a params override."""
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {
+        "train.max_steps": 1, "train.eval_every": 0, "sweep": {}, "loss.name": "dro", "loss.kwargs": {"beta": 0.1},
+        "loss.value_lr": 0.01, "train.rollout_policy": "reference"})
+    summary = run_training(cfg, 0, tmp_path / "run")
+    metrics = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    assert "dro/value_loss" in metrics.columns and 0.0 <= summary["accuracy"] <= 1.0

@@ -427,7 +427,7 @@ def test_dro_preset_matches_dro_objective():
     mask = make_mask(B, T, gen)
     adv = torch.randn(B, generator=gen, dtype=DT)  # r − V_φ(x)
     ref = token_logps(torch.randn(B, T, V, generator=gen, dtype=DT), tokens)
-    assert loss_requires("dro") == ("ref_logps",)
+    assert loss_requires("dro") == ("ref_logps", "rewards", "values")
     diffs = []
     for _ in range(2):
         logits = torch.randn(B, T, V, generator=gen, dtype=DT).requires_grad_(True)
@@ -438,6 +438,30 @@ def test_dro_preset_matches_dro_objective():
         g1, g2 = (torch.autograd.grad(f, logits, retain_graph=True)[0] for f in (dro, own))
         torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
     assert diffs[0] == pytest.approx(diffs[1], rel=1e-10)
+
+
+def test_dro_with_learned_value_has_the_gradients_of_dros_objective():
+    """With V_φ(x) from a value head, dro_loss's gradient w.r.t. the policy logits AND the head's parameters
+    equals autograd of DRO's own (1/2)·E[(r − V_φ(x) − β log π/π_ref)²] (a surrogate: same gradients, not value)."""
+    beta, B, T, V, H = 0.3, 6, 4, 3, 5
+    gen = torch.Generator().manual_seed(23)
+    tokens = torch.randint(0, V, (B, T), generator=gen)
+    mask = make_mask(B, T, gen)
+    ref = token_logps(torch.randn(B, T, V, generator=gen, dtype=DT), tokens)
+    feats = torch.randn(B, H, generator=gen, dtype=DT)  # the prompts' hidden states (detached)
+    r = torch.randn(B, generator=gen, dtype=DT)
+    for _ in range(2):
+        logits = torch.randn(B, T, V, generator=gen, dtype=DT).requires_grad_(True)
+        w = torch.randn(H, generator=gen, dtype=DT).requires_grad_(True)
+        lp = token_logps(logits, tokens)
+        values = feats @ w
+        dro, m = dro_loss(lp, None, mask, torch.zeros(B, dtype=DT), ref_logps=ref, rewards=r, values=values, beta=beta)
+        own = 0.5 * ((r - values - beta * ((lp - ref) * mask).sum(1)) ** 2).mean()
+        g1 = torch.autograd.grad(dro, (logits, w), retain_graph=True)
+        g2 = torch.autograd.grad(own, (logits, w))
+        for a, b in zip(g1, g2):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+        assert m["dro/value_loss"] == pytest.approx(own.item(), rel=1e-10)
 
 
 # ---------------------------------------------------------------------------
@@ -548,7 +572,8 @@ def test_every_registered_loss_has_the_common_signature():
     from dgro_lib.losses import loss_temperatures, trl_loss_type
 
     extras = {"ref_logps": old, "entropies": torch.ones_like(logps), "rewards": adv.detach().clone(),
-              "group_ids": torch.arange(logps.shape[0]) // 2}
+              "group_ids": torch.arange(logps.shape[0]) // 2, "values": torch.zeros(logps.shape[0], dtype=logps.dtype),
+              "rollout_flags": torch.arange(logps.shape[0]) % 2, "rollout_temps": torch.full((logps.shape[0],), 1.2)}
     for name in list_losses():
         if trl_loss_type(name) is not None:  # TRL's own loss: runs inside the trainer (tests/test_trainer.py)
             continue

@@ -184,6 +184,73 @@ def test_j3_estimator_is_unbiased_for_the_temperature_expectation():
     assert (exact - exact_j1).abs().max() > 10 * se.max()
 
 
+@pytest.mark.parametrize("name", ["j2", "j4"])
+def test_j2_j4_match_loop_reference(name):
+    """J = token-mean PPO(on-policy rows, Â) + α · token-mean PPO(extra rows, R_i·w_{i,t}); w = 1 (J2) or
+    π_old/π_old^T (J4) at the extra row's own temperature."""
+    lp, old, mask, logits, ids = rand_batch(B=6, seed=21)
+    flags = torch.tensor([0, 0, 0, 1, 1, 1.0])
+    temps = torch.tensor([1.0, 1.0, 1.0, 1.2, 0.8, 1.2])
+    rewards = torch.tensor([1.0, -1.0, 0.5, 1.0, 1.0, 0.0])
+    adv = torch.tensor([0.7, -0.4, 0.2, 9.0, 9.0, 9.0])  # extra rows' Â must be ignored
+    lpT = {T: torch.log_softmax(logits / T, -1).gather(-1, ids[..., None]).squeeze(-1) for T in (1.2, 0.8)}
+    kw = {"rollout_temps": temps, "temp_logps": lpT} if name == "j4" else {}
+    loss, m = L.get_loss(name)(lp, old, mask, adv, rewards=rewards, rollout_flags=flags, alpha=0.3, **kw)
+    parts = {0: [0.0, 0], 1: [0.0, 0]}
+    for i in range(6):
+        x = int(flags[i])
+        for t in range(7):
+            if mask[i, t] == 0:
+                continue
+            if x:
+                w = 1.0 if name == "j2" else math.exp(old[i, t].item() - lpT[round(temps[i].item(), 1)][i, t].item())
+                A = float(rewards[i] > 0.05) * w
+            else:
+                A = float(adv[i])
+            parts[x][0] += ppo_ref(lp[i, t].item(), old[i, t].item(), A, 0.2, 0.2, 3.0)
+            parts[x][1] += 1
+    ref = parts[0][0] / parts[0][1] + 0.3 * parts[1][0] / parts[1][1]
+    assert loss.item() == pytest.approx(ref, rel=1e-5)
+    assert m[f"{name}/extra_rows"] == 3 and m[f"{name}/extra_frac_correct"] == pytest.approx(2 / 3)
+
+
+def test_j4_estimator_is_unbiased_for_the_on_policy_expectation():
+    """Samples from pi^T weighted by 1/rho = pi/pi^T estimate E_{y~pi}[R grad log pi] (J4), while J2's weight 1
+    estimates the pi^T expectation (Monte Carlo, tolerance from the estimator's own standard error)."""
+    K, T, N = 6, 0.8, 20000
+    z = torch.tensor([1.5, 0.2, -0.3, 0.8, -1.0, 0.0], requires_grad=True)
+    R = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    pi, piT = torch.softmax(z.detach(), -1), torch.softmax(z.detach() / T, -1)
+    exact = sum(pi[y] * R[y] * (torch.eye(K)[y] - pi) for y in range(K))
+    y = torch.multinomial(piT, N, replacement=True, generator=torch.Generator().manual_seed(1))
+    logp = torch.log_softmax(z, -1)[y][:, None]
+    old = logp.detach()
+    lpT = {T: torch.log_softmax(z.detach() / T, -1)[y][:, None], 1.2: old}
+    ones = torch.ones(N)
+    loss, _ = L.get_loss("j4")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
+                               rollout_temps=ones * T, temp_logps=lpT, alpha=1.0, dual_clip=None)
+    (g,) = torch.autograd.grad(-loss, z, retain_graph=True)
+    per = (torch.exp(old - lpT[T]).squeeze(1) * R[y])[:, None] * (torch.eye(K)[y] - pi)
+    se = per.std(0) / math.sqrt(N)
+    assert torch.all((g - exact).abs() <= 5 * se + 1e-6), (g, exact, se)
+    loss2, _ = L.get_loss("j2")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
+                                alpha=1.0, dual_clip=None)
+    (g2,) = torch.autograd.grad(-loss2, z)
+    exact_T = sum(piT[k] * R[k] * (torch.eye(K)[k] - pi) for k in range(K))
+    se2 = (R[y][:, None] * (torch.eye(K)[y] - pi)).std(0) / math.sqrt(N)
+    assert torch.all((g2 - exact_T).abs() <= 5 * se2 + 1e-6)
+
+
+def test_aepo_loss_is_the_clipped_surrogate_on_the_substituted_batch():
+    lp, old, mask, _, _ = rand_batch(seed=4)
+    adv = torch.tensor([1.0, 1.0, -0.3, 0.4, -2.0])
+    loss, m = L.aepo_loss(lp, old, mask, adv, rollout_flags=torch.tensor([1.0, 1.0, 0, 0, 0]))
+    tot = sum(ppo_ref(lp[i, t].item(), old[i, t].item(), float(adv[i]), 0.2, 0.2, 3.0)
+              for i in range(5) for t in range(7) if mask[i, t] > 0)
+    assert loss.item() == pytest.approx(tot / mask.sum().item(), rel=1e-5)
+    assert m["aepo/frac_substituted"] == pytest.approx(0.4)
+
+
 # ------------------------------------------------------------------ entropy baselines
 
 
@@ -228,8 +295,8 @@ def test_entropy_reg_gradient_on_a_softmax_policy():
 
 def test_registry_names_and_trl_delegates():
     names = set(L.list_losses())
-    assert {"grpo", "dapo", "dr_grpo", "bnpo", "dgro", "kimi", "dro", "dcpo", "j1", "j3", "entropy_reg",
-            "entropy_adv"} <= names
+    assert {"grpo", "dapo", "dr_grpo", "bnpo", "dgro", "kimi", "dro", "online_dpo", "dcpo", "aepo", "j1", "j2", "j3",
+            "j4", "entropy_reg", "entropy_adv"} <= names
     for lt in L.TRL_LOSSES:
         assert L.trl_loss_type(lt) == lt
         with pytest.raises(RuntimeError, match="GRPOTrainer"):

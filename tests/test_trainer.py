@@ -21,7 +21,7 @@ def tokenizer():
 
 
 def make_trainer(tmp_path, tokenizer, *, num_iterations=1, loss_name="dgro", loss_kwargs=None, steps=2, fast=True,
-                 callbacks=None, save_steps=100, prompts=2, G=4, reward=None, grpo_kwargs=None, **trainer_kwargs):
+                 sampler=sample, rollout_policy="current", callbacks=None, save_steps=100, prompts=2, G=4, reward=None, grpo_kwargs=None, **trainer_kwargs):
     model = build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tokenizer)
     records = kk.generate(2, 20, seed=5)
     ds = Dataset.from_dict({
@@ -40,7 +40,7 @@ def make_trainer(tmp_path, tokenizer, *, num_iterations=1, loss_name="dgro", los
         model = str(tmp_path / "base")
     return DGROTrainer(
         model=model, reward_funcs=reward or kk_reward_func("[-3,3]"), args=args, train_dataset=ds,
-        processing_class=tokenizer, rollout_func=make_rollout_func(sample) if fast else None,
+        processing_class=tokenizer, rollout_func=make_rollout_func(sampler, policy=rollout_policy) if fast else None,
         loss_name=loss_name, loss_kwargs={"beta1": 1.0, "beta2": 0.1} if loss_kwargs is None else loss_kwargs,
         callbacks=callbacks, **trainer_kwargs,
     )
@@ -129,9 +129,11 @@ SMOKE = {
     "entropy_adv": ({}, {}),
     "online_dpo": ({"beta": 0.1}, {"beta": 0.04}),  # TRL's beta > 0 makes it compute the reference log-probs
 }
-METRIC = {"dgro": "dgro/grad_ratio_b2_b1", "kimi": "dgro/pg_term", "dro": "dgro/penalty_term", "dcpo": "dcpo/alpha",
+METRIC = {"dgro": "dgro/grad_ratio_b2_b1", "kimi": "dgro/pg_term", "dro": "dro/value_loss", "dcpo": "dcpo/alpha",
           "j1": "dcpo/alpha", "j3": "dcpo/rho_mean", "entropy_reg": "entropy_reg/entropy_term",
-          "entropy_adv": "entropy_adv/bonus_mean", "online_dpo": "online_dpo/frac_groups_with_pair"}
+          "entropy_adv": "entropy_adv/bonus_mean", "online_dpo": "online_dpo/frac_groups_with_pair",
+          "aepo": "aepo/frac_substituted", "j2": "j2/reg_loss", "j4": "j4/weight_mean"}
+GRPO_SCALED = ("dcpo", "j1", "j2", "j3", "j4", "aepo")
 
 
 @pytest.mark.parametrize("name", L.list_losses())
@@ -140,7 +142,7 @@ def test_every_registered_loss_trains_through_the_trainer(tmp_path, tokenizer, n
     if L.trl_loss_type(name) is not None:  # TRL's own: its kwargs are GRPOConfig fields, set by the trainer
         grpo_kwargs = dict(loss_kwargs)  # (also here only so that make_trainer saves the model for TRL's ref copy)
     trainer = make_trainer(tmp_path, tokenizer, loss_name=name, loss_kwargs=loss_kwargs, grpo_kwargs=grpo_kwargs,
-                           reward=length_reward, scale="group_std" if name in ("dcpo", "j1", "j3") else None)
+                           reward=length_reward, scale="group_std" if name in GRPO_SCALED else None)
     trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logs) == 2 and all(math.isfinite(h["loss"]) for h in logs)
@@ -211,3 +213,82 @@ def test_temperature_logps_come_from_the_same_forward(tmp_path, tokenizer):
     for t in (0.7, 1.3):
         ref = torch.log_softmax(logits.float() / t, -1).gather(-1, batch["completion_ids"][..., None]).squeeze(-1)
         torch.testing.assert_close(seen[t][m], ref[m], rtol=1e-4, atol=1e-4)
+
+
+def _rows(trainer, n_prompts, G):
+    ds = trainer.train_dataset[:n_prompts]
+    return [{"prompt": p, "names": n, "solution": s}
+            for p, n, s in zip(ds["prompt"], ds["names"], ds["solution"]) for _ in range(G)]
+
+
+@pytest.mark.parametrize("name,H0,expected_T", [("j2", 0.5, 1.2), ("j4", -1.0, 0.8), ("aepo", 0.5, 1.2)])
+def test_extra_rollouts_are_sampled_at_the_chosen_temperature(tmp_path, tokenizer, name, H0, expected_T):
+    """The extra rollouts of AEPO/J2/J4 go through the same sampler at T (T_high while H_prev <= H0, else T_low);
+    J2/J4 append them, AEPO substitutes them for the first rows with advantage 1; their logs stay apart."""
+    temps = []
+
+    def recording_sample(model, tok, prompts, **kw):
+        temps.append((len(prompts), kw["temperature"]))
+        return sample(model, tok, prompts, **kw)
+
+    kwargs = {"fraction": 0.5, "entropy_base": H0}
+    if name == "aepo":
+        kwargs["min_advantage"] = -1e9  # keep every extra row, so the substitution is visible
+    trainer = make_trainer(tmp_path, tokenizer, loss_name=name, loss_kwargs=kwargs, prompts=2, G=4,
+                           reward=length_reward, scale="group_std", sampler=recording_sample)
+    trainer.model.train()
+    batch = trainer._generate_and_score_completions(_rows(trainer, 2, 4))
+    assert temps == [(8, 1.0), (4, expected_T)]  # the on-policy batch at T=1, then 1 of 2 prompts x G at T
+    assert trainer.temperature == 1.0  # restored
+    flags, tmp = batch["rollout_flags"], batch["rollout_temps"]
+    if name == "aepo":
+        assert batch["completion_ids"].shape[0] == 8 and flags.tolist() == [1.0] * 4 + [0.0] * 4
+        assert torch.all(batch["advantages"][:4] == 1.0)
+    else:
+        assert batch["completion_ids"].shape[0] == 12 and flags.tolist() == [0.0] * 8 + [1.0] * 4
+        assert batch["group_ids"][8:].tolist() == [2] * 4  # a group id of its own
+    assert tmp[flags > 0].tolist() == pytest.approx([expected_T] * 4) and torch.all(tmp[flags == 0] == 1.0)
+    assert int(batch["num_items_in_batch"]) == int(batch["completion_mask"].sum())
+    m = trainer._metrics["train"]
+    assert m["extra_rollouts/T"] == [expected_T] and len(m["extra_rollouts/completions/mean_length"]) == 1
+    assert len(m["completions/mean_length"]) == 1  # the on-policy statistics are not mixed with the extra ones
+
+
+def test_extra_rollouts_refuse_vllm_importance_correction(tmp_path, tokenizer):
+    args = GRPOConfig(output_dir=str(tmp_path), use_vllm=True, vllm_importance_sampling_correction=True,
+                      per_device_train_batch_size=4, num_generations=4, use_cpu=True, report_to=[])
+    with pytest.raises(ValueError, match="vllm_importance_sampling_correction"):
+        DGROTrainer(model=build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tokenizer), args=args,
+                    reward_funcs=length_reward, loss_name="j2")
+
+
+def test_dro_learns_a_value_head_on_samples_of_the_reference_policy(tmp_path, tokenizer):
+    """DRO: the rollouts come from the frozen reference model (a fixed mu), V_phi(x) is a trained head with its
+    own learning rate, and the policy and the head both move."""
+    used = []
+
+    def recording_sample(model, tok, prompts, **kw):
+        used.append(model)
+        return sample(model, tok, prompts, **kw)
+
+    trainer = make_trainer(tmp_path, tokenizer, loss_name="dro", loss_kwargs={"beta": 0.1}, grpo_kwargs={"beta": 0.04},
+                           reward=length_reward, sampler=recording_sample, rollout_policy="reference", value_lr=0.05,
+                           steps=3)
+    head = getattr(trainer.model, DGROTrainer.VALUE_HEAD)
+    assert float(head.weight.detach().abs().sum()) == 0.0
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "value_head" not in n}
+    trainer.train()
+    assert used and all(m is trainer.ref_model for m in used)
+    assert float(head.weight.detach().abs().sum()) > 0.0
+    assert any(not torch.equal(p, before[n]) for n, p in trainer.model.named_parameters() if n in before)
+    assert 0.05 in {g["initial_lr"] for g in trainer.optimizer.param_groups}  # the head's own group
+    logs = [h for h in trainer.state.log_history if "dro/value_loss" in h]
+    assert len(logs) == 3 and all(math.isfinite(h["dro/value_mean"]) for h in logs)
+
+
+def test_reference_rollouts_need_a_reference_model(tmp_path, tokenizer):
+    with pytest.raises(ValueError, match="policy"):
+        make_rollout_func(sample, policy="behaviour")
+    trainer = make_trainer(tmp_path, tokenizer, rollout_policy="reference", steps=1)
+    with pytest.raises(ValueError, match="beta != 0"):
+        trainer.train()
