@@ -36,6 +36,9 @@ __all__ = [
 ]
 
 
+DISTRIBUTED = ("none", "zero2", "zero3", "fsdp")
+
+
 class ConfigError(ValueError):
     """A config file or override is invalid; the message names the file and the dotted key."""
 
@@ -136,6 +139,31 @@ class TrainConfig:
     instead of ``model.generate``."""
     threads: int = 1
     """torch threads per run (runs are parallelised across processes instead)."""
+    num_processes: int = 1
+    """Training processes (GPUs). 1 = in-process (ci/cpu); > 1 = ``accelerate launch`` of ``python -m
+    dgro_lib.train`` (:mod:`dgro_lib.launch`); prompts_per_step * num_generations must divide evenly."""
+    distributed: str = "none"
+    """Engine for num_processes > 1: ``none`` (plain DDP), ``zero2`` / ``zero3`` (DeepSpeed) or ``fsdp`` (FSDP2),
+    through TRL's own accelerate configs (trl/accelerate_configs/)."""
+    cpu: bool = False
+    """Force CPU processes (gloo) for a multi-process run (``accelerate launch --cpu``)."""
+    use_vllm: bool = False
+    """Generate with vLLM (GPU nodes, ``pip install .[vllm]``); then fast_sampler is not used."""
+    vllm_mode: str = "colocate"
+    """``colocate`` (vLLM inside the training processes) or ``server`` (a separate ``vllm serve``; see
+    :func:`dgro_lib.vllm_server.start_vllm_server`)."""
+    vllm_server_host: str = "0.0.0.0"
+    vllm_server_port: int = 8000
+    vllm_gpu_memory_utilization: float = 0.3
+    """Share of GPU memory vLLM may take in colocate mode."""
+    vllm_importance_sampling_correction: bool = True
+    """TRL's correction for the vLLM sampler / trainer mismatch (must be false for losses with extra rollouts)."""
+    bf16: bool = False
+    """bf16 mixed precision (GPU only; ignored on CPU)."""
+    gradient_checkpointing: bool = False
+    rank_logs: bool = False
+    """Each process appends its local batch (rewards, group ids, advantages), the all-reduced loss and a parameter
+    checksum to ``ranks/rank<k>.jsonl`` after every step: for checking a distributed run."""
     rollout_policy: str = "current"
     """Who samples the rollouts: ``current`` (online RL) or ``reference`` (the frozen initial model, a fixed
     sampling policy mu: DRO's offline setting). ``reference`` needs ``fast_sampler``."""
@@ -276,6 +304,15 @@ def _validate(cfg: ExperimentConfig) -> None:
             raise ConfigError(f"train.{key}: must be >= 1, got {getattr(t, key)}")
     if t.temperature <= 0:
         raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
+    if t.num_processes < 1:
+        raise ConfigError(f"train.num_processes: must be >= 1, got {t.num_processes}")
+    if (t.prompts_per_step * t.num_generations) % t.num_processes:
+        raise ConfigError(f"train.num_processes: {t.num_processes} does not divide the rollout batch "
+                          f"prompts_per_step x num_generations = {t.prompts_per_step * t.num_generations}")
+    if t.distributed not in DISTRIBUTED:
+        raise ConfigError(f"train.distributed: {t.distributed!r} is not one of {', '.join(DISTRIBUTED)}")
+    if t.vllm_mode not in ("colocate", "server"):
+        raise ConfigError(f"train.vllm_mode: {t.vllm_mode!r} is not one of colocate, server")
     if t.rollout_policy not in ("current", "reference"):
         raise ConfigError(f"train.rollout_policy: {t.rollout_policy!r} is not one of current, reference")
     if t.rollout_policy == "reference" and not t.fast_sampler:

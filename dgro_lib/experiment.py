@@ -150,46 +150,29 @@ def _latest_checkpoint(trainer_dir: Path) -> str | None:
     return str(ckpts[-1]) if ckpts else None
 
 
-def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None) -> dict:
-    """Train one run (one sweep point, one seed) to completion, resuming from its last checkpoint if any.
+def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
+    """The ``trl.GRPOConfig`` of one run: every field we set, in one place (tests check what TRL receives).
 
-    Returns the final evaluation summary. A run whose ``final_eval.json`` exists is not trained again.
+    The rollout batch is prompts_per_step x num_generations rows in total, split evenly over
+    ``train.num_processes``; one micro-batch per optimizer step (gradient_accumulation_steps = 1).
     """
     import torch
-    from datasets import Dataset
-    from transformers import TrainerCallback, set_seed
     from trl import GRPOConfig
 
-    from .data import kk
-    from .models import load_model, sample
     from .losses import loss_requires, trl_loss_type
-    from .rewards import kk_reward_func
-    from .trainer import DGROTrainer, make_rollout_func
-
-    run_dir = Path(run_dir)
-    final_path = run_dir / "final_eval.json"
-    if final_path.exists():
-        return json.loads(final_path.read_text())["summary"]
-    run_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(cfg.train.threads)
-    set_seed(seed)
-    model_path = resolve_model_path(cfg)
-    write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
-                   extra={"sweep_point": point or {}, "model_path": model_path})
-    model, tokenizer = load_model(model_path, peft=cfg.model.peft)
-    train_records = _records(cfg, "train")
-    eval_records = _records(cfg, "eval")
-    columns = {
-        "prompt": [kk.format_prompt(r, template=cfg.data.template) for r in train_records],
-        "names": [list(r["names"]) for r in train_records],
-        "solution": [list(r["solution"]) for r in train_records],
-    }
-    train_ds = Dataset.from_dict(columns)
 
     t = cfg.train
-    args = GRPOConfig(
-        output_dir=str(run_dir / "trainer"),
-        per_device_train_batch_size=t.prompts_per_step * t.num_generations,
+    rows = t.prompts_per_step * t.num_generations
+    on_cpu = t.cpu or not torch.cuda.is_available()
+    vllm = {}
+    if t.use_vllm:
+        vllm = dict(use_vllm=True, vllm_mode=t.vllm_mode, vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+                    vllm_importance_sampling_correction=t.vllm_importance_sampling_correction)
+        if t.vllm_mode == "server":
+            vllm.update(vllm_server_host=t.vllm_server_host, vllm_server_port=t.vllm_server_port)
+    return GRPOConfig(
+        output_dir=str(Path(run_dir) / "trainer"),
+        per_device_train_batch_size=rows // t.num_processes,
         num_generations=t.num_generations,
         num_iterations=t.num_iterations,
         gradient_accumulation_steps=1,
@@ -214,14 +197,61 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk
         save_strategy="steps",
         report_to=[],
-        bf16=False,
-        use_cpu=True,
+        bf16=t.bf16 and not on_cpu,
+        use_cpu=on_cpu,
         seed=seed,
         data_seed=seed,
-        gradient_checkpointing=False,
+        gradient_checkpointing=t.gradient_checkpointing,
         dataloader_num_workers=0,
         disable_tqdm=False,
+        **vllm,
     )
+
+
+def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None) -> dict | None:
+    """Train one run (one sweep point, one seed) to completion, resuming from its last checkpoint if any.
+
+    Returns the final evaluation summary (None on the non-main processes of a distributed run, which only
+    train). A run whose ``final_eval.json`` exists is not trained again. Files and evaluations are written by
+    the main process only.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback, set_seed
+
+    from .data import kk
+    from .models import load_model, sample
+    from .rewards import kk_reward_func
+    from .trainer import DGROTrainer, make_rollout_func
+
+    run_dir = Path(run_dir)
+    final_path = run_dir / "final_eval.json"
+    if final_path.exists():
+        return json.loads(final_path.read_text())["summary"]
+    # torchrun (accelerate launch) sets RANK / WORLD_SIZE; PartialState() here would initialise before TRL's
+    # Accelerator and, on CPU, see a single process.
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    main = rank == 0
+    run_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg.train.threads)
+    set_seed(seed)
+    model_path = resolve_model_path(cfg)
+    if main:
+        write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
+                       extra={"sweep_point": point or {}, "model_path": model_path,
+                              "num_processes": world})
+    model, tokenizer = load_model(model_path, peft=cfg.model.peft)
+    train_records = _records(cfg, "train")
+    eval_records = _records(cfg, "eval")
+    columns = {
+        "prompt": [kk.format_prompt(r, template=cfg.data.template) for r in train_records],
+        "names": [list(r["names"]) for r in train_records],
+        "solution": [list(r["solution"]) for r in train_records],
+    }
+    train_ds = Dataset.from_dict(columns)
+
+    t = cfg.train
+    args = grpo_config(cfg, seed, run_dir)
     metrics_rows: list[dict] = []
     heldout_rows: list[dict] = []
     metrics_csv, heldout_csv = run_dir / "metrics.csv", run_dir / "heldout.csv"
@@ -229,20 +259,25 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
 
     class _Recorder(TrainerCallback):
         """Collects every log (written to metrics.csv at each checkpoint and at the end) and runs the periodic
-        held-out evaluation. Rows after the last checkpoint of a killed run are re-logged when it resumes."""
+        held-out evaluation, on the main process. Rows after the last checkpoint of a killed run are re-logged
+        when it resumes."""
 
         def on_log(self, args_, state, control, logs=None, **kw):
             if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
                 metrics_rows.append({"step": state.global_step, **logs})
 
         def on_save(self, args_, state, control, **kw):
-            pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
+            if main:
+                pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
 
         def on_train_end(self, args_, state, control, **kw):
-            pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
+            if main:
+                pd.DataFrame(metrics_rows).to_csv(metrics_csv, index=False)
 
         def on_step_end(self, args_, state, control, model=None, **kw):
-            if t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
+            if t.rank_logs:
+                trainer.write_rank_log(run_dir / "ranks", state.global_step)
+            if main and t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
                 ev = _evaluate(trainer.accelerator.unwrap_model(trainer.model), tokenizer, subset, cfg)
                 heldout_rows.append({"step": state.global_step, "subset": len(subset), **_summary(ev)})
                 pd.DataFrame(heldout_rows).to_csv(heldout_csv, index=False)
@@ -260,7 +295,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         train_dataset=train_ds,
         processing_class=tokenizer,
         callbacks=[_Recorder()],
-        rollout_func=make_rollout_func(sample, policy=t.rollout_policy) if t.fast_sampler else None,
+        rollout_func=make_rollout_func(sample, policy=t.rollout_policy) if t.fast_sampler and not t.use_vllm else None,
         loss_name=cfg.loss.name,
         loss_kwargs=cfg.loss.kwargs,
         value=cfg.loss.value,
@@ -275,6 +310,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     t0 = time.time()
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = time.time() - t0
+    if not trainer.accelerator.is_main_process:
+        return None
 
     final = _evaluate(trainer.accelerator.unwrap_model(trainer.model), tokenizer, eval_records, cfg)
     summary = {**_summary(final), "train_seconds": train_seconds, "seed": seed, **(point or {})}
@@ -307,9 +344,11 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
 
 
 def _worker(args: tuple) -> dict:
+    from .launch import launch_run
+
     cfg, seed, run_dir, point = args
     os.environ.setdefault("OMP_NUM_THREADS", str(cfg.train.threads))
-    return run_training(cfg, seed, run_dir, point=point)
+    return launch_run(cfg, seed, run_dir, point=point)
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None) -> ExperimentResult:

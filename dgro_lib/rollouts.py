@@ -24,7 +24,7 @@ __all__ = ["merge_rollouts", "select_extra_rows"]
 _LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}
 _RIGHT_PADDED = {"completion_ids": "pad", "completion_mask": 0, "old_per_token_logps": 0.0,
                  "ref_per_token_logps": 0.0, "sampling_per_token_logps": 0.0, "importance_sampling_ratio": 1.0,
-                 "tool_mask": 1}
+                 "tool_mask": 1, "old_temp_logps": 0.0}
 _RECOUNTED = ("num_items_in_batch",)
 
 

@@ -22,7 +22,10 @@ What TRL 1.16 does not give a custom loss, and this class adds (DESIGN section 5
 * **Log-probs at other temperatures.** A loss that requires ``temp_logps`` (DCPO, J3) gets
   {T: (B, T) log pi^T} for the temperatures it declares, from the same forward pass: the backbone's last
   hidden state is captured by a hook and projected through the LM head in chunks
-  (:func:`dgro_lib.logprobs.chunked_logprobs`), detached.
+  (:func:`dgro_lib.logprobs.chunked_logprobs`), detached. When a rollout batch feeds updates after the
+  policy has moved (``num_iterations > 1`` or ``steps_per_generation > gradient_accumulation_steps``, as in the
+  DCPO authors' 4 mini-batches per rollout), they are scored once right after generation instead, so they
+  stay log pi_old^T.
 * **Extra temperature-T rollouts.** A loss registered with ``extra_rollouts=`` (AEPO, J2, J4) gets, for each
   rollout batch, G more samples at temperature T (from the previous step's policy entropy) for a fraction of
   the prompts, generated and scored by the same TRL code path with the sampling temperature switched;
@@ -87,6 +90,8 @@ class DGROTrainer(GRPOTrainer):
         self.scale = scale
         self.logprob_chunk_size = int(logprob_chunk_size)
         self.extra_rollouts = loss_extra_rollouts(loss_name, self.loss_kwargs)
+        self._last_rollout: dict | None = None
+        self._rank_losses: list[float] = []
         self._last_entropy = 0.0  # token-mean policy entropy of the previous step (AEPO's trainer starts at 0)
         self._captured_rewards: torch.Tensor | None = None
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
@@ -98,11 +103,6 @@ class DGROTrainer(GRPOTrainer):
             )
         if self.trl_loss is not None:
             self._configure_trl_loss(grpo_args)
-        if self.loss_temperatures and grpo_args is not None and getattr(grpo_args, "num_iterations", 1) > 1:
-            raise ValueError(
-                f"loss {loss_name!r} needs log-probs of pi_old at temperatures {self.loss_temperatures}; they are "
-                "taken from the loss's own forward pass, which is pi_old only on-policy: set num_iterations=1"
-            )
         super().__init__(*args, **kwargs)
         self.value_lr = value_lr
         if "values" in self.loss_extras:
@@ -158,6 +158,31 @@ class DGROTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
+        batch = self._generate_with_extra_rollouts(inputs)
+        if self.model.training:
+            self._last_rollout = {k: batch[k].detach().cpu().tolist() for k in ("rewards", "group_ids", "advantages")}
+        return batch
+
+    def write_rank_log(self, directory, step: int) -> None:
+        """Append this process's view of the last step to ``directory/rank<k>.jsonl`` (collective: every rank
+        must call it): its local rollout rows (raw rewards, group ids, advantages), its local loss, the loss
+        averaged over ranks, and a checksum of the parameters (equal on every rank when DDP synchronised)."""
+        import json
+        from pathlib import Path
+
+        local = sum(self._rank_losses) / max(len(self._rank_losses), 1)
+        self._rank_losses = []
+        mean = self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), reduction="mean").item()
+        model = self.accelerator.unwrap_model(self.model)
+        checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        rec = {"step": step, "rank": self.accelerator.process_index, "world": self.accelerator.num_processes,
+               "loss_local": local, "loss_mean": mean, "param_checksum": checksum, **(self._last_rollout or {})}
+        with open(d / f"rank{self.accelerator.process_index}.jsonl", "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def _generate_with_extra_rollouts(self, inputs):
         output = self._score_rollouts(inputs)
         spec = self.extra_rollouts
         if spec is None or not self.model.training:
@@ -221,10 +246,31 @@ class DGROTrainer(GRPOTrainer):
                     if not store[key]:
                         del store[key]
 
+    def _updates_are_off_policy(self) -> bool:
+        """True when some optimizer step of a rollout batch runs after the policy has moved (several epochs over
+        the batch, or the batch split over several optimizer steps): then pi_old != the loss's forward pass."""
+        return self.num_iterations > 1 or self.args.steps_per_generation > self.args.gradient_accumulation_steps
+
+    @torch.no_grad()
+    def _old_temperature_logps(self, batch) -> torch.Tensor:
+        """(B, C, n_T) log pi_old^T of the completion tokens for every declared T, scored right after generation
+        in micro-batches of ``per_device_train_batch_size`` (an extra forward, only when updates are off-policy)."""
+        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        C, bs, out = batch["completion_ids"].size(1), self.args.per_device_train_batch_size, []
+        for s in range(0, input_ids.size(0), bs):
+            with HiddenStateCapture(self.model) as cap:
+                self._get_per_token_logps_and_entropies(self.model, input_ids[s:s + bs], attention_mask[s:s + bs], C)
+            lps = self._temperature_logps(cap, batch["completion_ids"][s:s + bs])
+            out.append(torch.stack([lps[t] for t in self.loss_temperatures], dim=-1))
+        return torch.cat(out)
+
     def _score_rollouts(self, inputs, group_offset: int = 0):
         """TRL's generation and scoring plus our raw rewards, true-group advantages and group ids (offset by
         ``group_offset``, so extra rollouts never share an id with the on-policy groups)."""
         output = super()._generate_and_score_completions(inputs)
+        if self.loss_temperatures and self.model.training and self._updates_are_off_policy():
+            output["old_temp_logps"] = self._old_temperature_logps(output)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rewards = self._captured_rewards
@@ -248,19 +294,25 @@ class DGROTrainer(GRPOTrainer):
 
     def _compute_loss(self, model, inputs):
         if self.trl_loss is not None:  # TRL's own loss, with the advantages we attached
-            return super()._compute_loss(model, inputs)
+            loss = super()._compute_loss(model, inputs)
+            if self.model.training:
+                self._rank_losses.append(float(loss.detach()))
+            return loss
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
         mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
         temp_logps = values = None
-        if self.loss_temperatures or "values" in self.loss_extras:
+        if "old_temp_logps" in inputs:  # scored at generation time: pi_old^T even after the policy moved
+            temp_logps = {t: inputs["old_temp_logps"][..., k] for k, t in enumerate(self.loss_temperatures)}
+        need_hidden = (self.loss_temperatures and temp_logps is None) or "values" in self.loss_extras
+        if need_hidden:
             with HiddenStateCapture(model) as cap:
                 logps, entropies, _ = self._get_per_token_logps_and_entropies(
                     model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True
                 )
-            if self.loss_temperatures:
+            if self.loss_temperatures and temp_logps is None:  # on-policy: this forward pass is pi_old
                 temp_logps = self._temperature_logps(cap, completion_ids)
             if "values" in self.loss_extras:
                 # prompts are left-padded: column P-1 is every row's last prompt token
@@ -302,6 +354,8 @@ class DGROTrainer(GRPOTrainer):
         if mode == "train":
             self._last_entropy = ent_all
         self._metrics[mode]["loss/value"].append(float(loss.detach()))
+        if mode == "train":
+            self._rank_losses.append(float(loss.detach()))
         for key, val in metrics.items():
             self._metrics[mode][key].append(float(val))
         if mode == "train":

@@ -69,3 +69,36 @@ def test_dro_runs_offline_from_the_config(tmp_path):
     summary = run_training(cfg, 0, tmp_path / "run")
     metrics = pd.read_csv(tmp_path / "run" / "metrics.csv")
     assert "dro/value_loss" in metrics.columns and 0.0 <= summary["accuracy"] <= 1.0
+
+
+def test_lora_trains_only_the_adapters(tmp_path):
+    """model.peft in the params: the tiny model is wrapped with LoRA adapters, trained through the same trainer;
+    the adapters move, the frozen base weights do not."""
+    import torch
+
+    import dgro_lib.trainer
+    from dgro_lib import trainer as T
+
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {
+        "train.max_steps": 3, "train.eval_every": 0, "sweep": {}, "train.learning_rate": 0.05,
+        "model.peft": {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}})
+    seen = {}
+
+    class Spy(T.DGROTrainer):
+        def train(self, *a, **k):
+            seen["before"] = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+            out = super().train(*a, **k)
+            seen["after"] = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+            seen["trainable"] = {n for n, p in self.model.named_parameters() if p.requires_grad}
+            return out
+
+    saved = dgro_lib.trainer.DGROTrainer
+    dgro_lib.trainer.DGROTrainer = Spy
+    try:
+        run_training(cfg, 0, tmp_path / "run")
+    finally:
+        dgro_lib.trainer.DGROTrainer = saved
+    assert seen["trainable"] and all("lora_" in n for n in seen["trainable"])
+    moved = {n for n in seen["before"] if not torch.equal(seen["before"][n], seen["after"][n])}
+    assert moved and moved <= seen["trainable"]
+    assert any("lora_B" in n for n in moved)

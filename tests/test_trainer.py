@@ -159,9 +159,35 @@ def test_trl_loss_kwargs_must_be_grpo_config_fields(tmp_path, tokenizer):
         make_trainer(tmp_path, tokenizer, loss_name="dapo", loss_kwargs={"no_such_knob": 1})
 
 
-def test_temperature_logps_need_on_policy(tmp_path, tokenizer):
-    with pytest.raises(ValueError, match="num_iterations=1"):
-        make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={}, num_iterations=2)
+def test_off_policy_updates_use_temperature_logps_of_pi_old(tmp_path, tokenizer):
+    """With num_iterations=2 the second update runs after the policy moved: DCPO's rho must still use log pi_old^T,
+    scored at generation time (equal to a fresh scoring of the rollout with the generation-time weights)."""
+    trainer = make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={}, num_iterations=2,
+                           reward=length_reward, scale="group_std")
+    trainer.model.train()
+    batch = trainer._generate_and_score_completions(_rows(trainer, 2, 4))
+    assert batch["old_temp_logps"].shape == (*batch["completion_ids"].shape, 2)
+    m = batch["completion_mask"].bool()
+    torch.testing.assert_close(trainer._old_temperature_logps(batch)[m], batch["old_temp_logps"][m])
+    seen = {}
+    orig = trainer.loss_fn
+
+    def spy(*a, temp_logps, **k):
+        seen["temp"] = {t: v.clone() for t, v in temp_logps.items()}
+        return orig(*a, temp_logps=temp_logps, **k)
+
+    trainer.loss_fn = spy
+    with torch.no_grad():
+        for p in trainer.model.parameters():  # the policy moves after generation
+            p.add_(0.01 * torch.randn_like(p))
+    assert not torch.allclose(trainer._old_temperature_logps(batch)[m], batch["old_temp_logps"][m])
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train's loop
+    trainer._compute_loss(trainer.model, batch)
+    for k, t in enumerate(trainer.loss_temperatures):
+        torch.testing.assert_close(seen["temp"][t], batch["old_temp_logps"][..., k])
+    on_policy = make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={}, reward=length_reward)
+    on_policy.model.train()
+    assert "old_temp_logps" not in on_policy._generate_and_score_completions(_rows(on_policy, 2, 4))
 
 
 def test_grpo_through_the_registry_equals_stock_trl(tmp_path, tokenizer):

@@ -1,0 +1,36 @@
+"""Entry point of one training run in its own process(es): ``python -m dgro_lib.train --config run/config.yaml``.
+
+:mod:`dgro_lib.launch` starts it under ``accelerate launch`` for multi-process training (each process runs
+:func:`dgro_lib.experiment.run_training`; the main one writes the files). It reads the run's concrete config
+(sweep point already applied), so a run can also be restarted by hand with the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import load_config
+from .experiment import run_training
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True, help="params YAML of this run (the concrete config)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--point", default="{}", help="the sweep point as JSON (recorded in the manifest)")
+    args = p.parse_args(argv)
+    try:
+        point = json.loads(args.point)
+    except json.JSONDecodeError as e:
+        p.error(f"--point is not JSON: {e}")
+    summary = run_training(load_config(args.config), args.seed, args.run_dir, point=point)
+    if summary is not None:
+        print(json.dumps({"final": summary}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.train`, 2 CPU processes
+(gloo DDP), a group split across the two ranks (issue #4)."""
+
+import json
+import sys
+from collections import defaultdict
+
+import pytest
+
+from dgro_lib.config import apply_overrides, find_params, load_config
+from dgro_lib.launch import accelerate_command, launch_run, trl_accelerate_config
+
+
+def ci_cfg(**over):
+    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                           {"train.eval_every": 0, "sweep": {}, **over})
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_agree_and_gather_group_statistics(tmp_path):
+    """1 prompt x G=4 over 2 processes: each rank holds half of the group. Every rank must see advantages
+    r - mean(r over the WHOLE group), the loss averaged over ranks must be the same on both, and DDP must keep
+    the parameters identical; the main process alone writes the run's files."""
+    cfg = ci_cfg(**{"train.max_steps": 4, "train.prompts_per_step": 1, "train.num_generations": 4,
+                    "train.num_processes": 2, "train.rank_logs": True, "train.save_steps": 100})
+    run = tmp_path / "run"
+    summary = launch_run(cfg, 0, run)
+    assert summary is not None and 0.0 <= summary["accuracy"] <= 1.0
+    logs = {r: [json.loads(x) for x in (run / "ranks" / f"rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)}
+    assert [len(logs[0]), len(logs[1])] == [4, 4]
+    varied = 0
+    for s0, s1 in zip(logs[0], logs[1]):
+        assert s0["world"] == s1["world"] == 2 and s0["step"] == s1["step"]
+        assert s0["loss_mean"] == pytest.approx(s1["loss_mean"], abs=1e-7)
+        assert s0["loss_mean"] == pytest.approx((s0["loss_local"] + s1["loss_local"]) / 2, abs=1e-6)
+        assert s0["param_checksum"] == s1["param_checksum"]
+        assert len(s0["rewards"]) == len(s1["rewards"]) == 2
+        groups = defaultdict(list)
+        for s in (s0, s1):
+            for r, g, a in zip(s["rewards"], s["group_ids"], s["advantages"]):
+                groups[g].append((r, a))
+        assert len(groups) == 1  # the one group is split across the two ranks
+        for rows in groups.values():
+            mean = sum(r for r, _ in rows) / len(rows)
+            assert all(a == pytest.approx(r - mean, abs=1e-6) for r, a in rows)
+            varied += len({r for r, _ in rows}) > 1
+    assert varied >= 1, "no step had reward variance within the split group: the check above was vacuous"
+    files = {p.name for p in run.iterdir()}
+    assert {"config.yaml", "manifest.json", "metrics.csv", "final_eval.json"} <= files
+    assert json.loads((run / "manifest.json").read_text())["num_processes"] == 2
+
+
+def test_accelerate_command_for_each_engine(tmp_path):
+    cfg = ci_cfg(**{"train.num_processes": 2})
+    cmd = accelerate_command(cfg, tmp_path / "c.yaml", 3, tmp_path / "r", {"reward.scheme": "[-1,1]"}, cuda=False)
+    assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
+    assert cmd[cmd.index("--num_processes") + 1] == "2" and "--multi_gpu" in cmd
+    assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.train"]
+    assert json.loads(cmd[cmd.index("--point") + 1]) == {"reward.scheme": "[-1,1]"}
+    for engine, fname in (("zero2", "zero2.yaml"), ("zero3", "zero3.yaml"), ("fsdp", "fsdp2.yaml")):
+        c = accelerate_command(apply_overrides(cfg, {"train.distributed": engine, "train.bf16": True}),
+                               "c.yaml", 0, "r", cuda=True)
+        assert c[c.index("--config_file") + 1] == str(trl_accelerate_config(engine)) and c[c.index("--config_file") + 1].endswith(fname)
+        assert c[c.index("--mixed_precision") + 1] == "bf16"
+    with pytest.raises(ValueError, match="needs GPUs"):
+        accelerate_command(apply_overrides(cfg, {"train.distributed": "zero3"}), "c.yaml", 0, "r", cuda=False)
+
+
+def test_a_failing_child_fails_the_call_with_its_error(tmp_path):
+    from dgro_lib.launch import stream_command
+    import io
+
+    buf = io.StringIO()
+    with pytest.raises(RuntimeError, match="exit code 3") as e:
+        stream_command([sys.executable, "-c", "import sys; print('boom: bad thing'); sys.exit(3)"], out=buf)
+    assert "boom: bad thing" in str(e.value) and "boom: bad thing" in buf.getvalue()
+
+
+def test_num_processes_must_divide_the_rollout_batch():
+    from dgro_lib.config import ConfigError
+
+    with pytest.raises(ConfigError, match="train.num_processes"):
+        ci_cfg(**{"train.num_processes": 3})
+    with pytest.raises(ConfigError, match="train.distributed"):
+        ci_cfg(**{"train.distributed": "zero4"})

@@ -1,0 +1,61 @@
+"""vLLM code paths on CPU: the arguments handed to TRL and to `vllm serve`, and the health wait (no vLLM here)."""
+
+import http.server
+import sys
+import threading
+
+import pytest
+
+from dgro_lib.config import apply_overrides, find_params, load_config
+from dgro_lib.experiment import grpo_config
+from dgro_lib.vllm_server import start_vllm_server, vllm_serve_command, wait_for_health
+
+
+def cfg(**over):
+    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"sweep": {}, **over})
+
+
+def test_grpo_config_receives_the_vllm_settings(tmp_path):
+    a = grpo_config(cfg(**{"train.use_vllm": True, "train.vllm_mode": "server", "train.vllm_server_port": 8123,
+                           "train.vllm_server_host": "10.0.0.2"}), 0, tmp_path)
+    assert (a.use_vllm, a.vllm_mode, a.vllm_server_host, a.vllm_server_port) == (True, "server", "10.0.0.2", 8123)
+    c = grpo_config(cfg(**{"train.use_vllm": True, "train.vllm_gpu_memory_utilization": 0.45}), 0, tmp_path)
+    assert (c.use_vllm, c.vllm_mode, c.vllm_gpu_memory_utilization) == (True, "colocate", 0.45)
+    assert grpo_config(cfg(), 0, tmp_path).use_vllm is False
+
+
+def test_serve_command_is_trls_with_processed_logprobs():
+    cmd = vllm_serve_command("Qwen/Qwen2.5-7B-Instruct-1M", port=8001, tensor_parallel_size=2, max_model_len=4496)
+    assert cmd[cmd.index("serve") + 1] == "Qwen/Qwen2.5-7B-Instruct-1M"
+    assert cmd[cmd.index("--logprobs-mode") + 1] == "processed_logprobs"
+    assert cmd[cmd.index("--port") + 1] == "8001" and cmd[cmd.index("--tensor-parallel-size") + 1] == "2"
+    assert cmd[cmd.index("--max-model-len") + 1] == "4496" and "--weight-transfer-config" in cmd
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    calls = 0
+
+    def do_GET(self):
+        type(self).calls += 1
+        self.send_response(200 if self.path == "/health" and type(self).calls >= 2 else 503)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+def test_wait_for_health_and_a_dying_server(tmp_path):
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        wait_for_health(f"http://127.0.0.1:{srv.server_port}", timeout=20, interval=0.1)
+        assert _Health.calls >= 2
+    finally:
+        srv.shutdown()
+    with pytest.raises(TimeoutError, match="did not answer"):
+        wait_for_health("http://127.0.0.1:9", timeout=0.3, interval=0.1)
+    log = tmp_path / "vllm.log"
+    with pytest.raises(RuntimeError, match="exited with code 2"):
+        start_vllm_server("m", port=9, log_path=log, timeout=30,
+                          command=[sys.executable, "-c", "import sys; print('CUDA not found'); sys.exit(2)"])
+    assert "CUDA not found" in log.read_text()
