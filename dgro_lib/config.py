@@ -76,6 +76,14 @@ class DataConfig:
     """Generator seed of the training set (disjoint from ``eval_seed`` and from the base model's warm-up seed)."""
     eval_seed: int = 2000
     """Generator seed of the held-out set."""
+    task: str = "kk"
+    """``kk`` (Knights and Knaves, the experiment runner's task) or ``math`` (DGRO Table 3, DCPO: the loaders
+    and the reward exist, :func:`dgro_lib.data.math.load_math` / :func:`dgro_lib.rewards.math_reward`; the
+    experiment runner does not train on math yet, so math params are validated by ``--dry-run`` only)."""
+    math_train: str | None = None
+    """Training set of ``task: math`` (a :data:`dgro_lib.data.math` registry name: deepscaler, orz, dapo17k, ...)."""
+    math_eval: list[str] = field(default_factory=list)
+    """Evaluation benchmarks of ``task: math`` (math500, aime24, aime25, amc23, minerva, olympiadbench, gsm8k, ...)."""
     template: str = "plain"
     """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``qwen`` for
     chat checkpoints)."""
@@ -139,6 +147,19 @@ class TrainConfig:
     instead of ``model.generate``."""
     threads: int = 1
     """torch threads per run (runs are parallelised across processes instead)."""
+    updates_per_rollout: int = 1
+    """Optimizer steps one rollout batch is split into (verl's rollout batch / PPO mini-batch; the DCPO authors
+    use 4). Updates after the first of a batch are off-policy, so DGRO's beta2 acts when this is > 1."""
+    micro_batch_size: int | None = None
+    """Rows per forward/backward pass on one process (gradient accumulation fills an optimizer step); None = a
+    whole optimizer step's rows at once."""
+    top_p: float = 1.0
+    """Nucleus sampling of the rollouts."""
+    max_prompt_length: int | None = None
+    """Longest prompt in tokens (DGRO Table 5: 400 logic, 2048 math): used by the dry-run's memory estimate; TRL 1.16
+    does not truncate prompts."""
+    gpu_memory_gb: float = 80.0
+    """Memory of one GPU, for the dry-run's budget check (A100-80GB: 80; H200: 141)."""
     num_processes: int = 1
     """Training processes (GPUs). 1 = in-process (ci/cpu); > 1 = ``accelerate launch`` of ``python -m
     dgro_lib.train`` (:mod:`dgro_lib.launch`); prompts_per_step * num_generations must divide evenly."""
@@ -192,6 +213,9 @@ class ExperimentConfig:
     name: str
     """Experiment name: the notebook and output folder it belongs to."""
     description: str = ""
+    kind: str = "train"
+    """``train`` (RL runs) or ``eval`` (the notebook only evaluates a model, e.g. 00_base_model: the dry-run then
+    counts inference memory only)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Training seeds; every sweep point runs once per seed."""
     workers: int = 1
@@ -296,6 +320,8 @@ def _validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that the types alone cannot express."""
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
+    if cfg.kind not in ("train", "eval"):
+        raise ConfigError(f"kind: {cfg.kind!r} is not one of train, eval")
     if cfg.workers < 1:
         raise ConfigError(f"workers: must be >= 1, got {cfg.workers}")
     t = cfg.train
@@ -306,9 +332,32 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
     if t.num_processes < 1:
         raise ConfigError(f"train.num_processes: must be >= 1, got {t.num_processes}")
-    if (t.prompts_per_step * t.num_generations) % t.num_processes:
-        raise ConfigError(f"train.num_processes: {t.num_processes} does not divide the rollout batch "
-                          f"prompts_per_step x num_generations = {t.prompts_per_step * t.num_generations}")
+    if t.updates_per_rollout < 1:
+        raise ConfigError(f"train.updates_per_rollout: must be >= 1, got {t.updates_per_rollout}")
+    rows = t.prompts_per_step * t.num_generations
+    if rows % (t.num_processes * t.updates_per_rollout):
+        raise ConfigError(f"train.num_processes x train.updates_per_rollout = {t.num_processes} x "
+                          f"{t.updates_per_rollout} does not divide the rollout batch prompts_per_step x "
+                          f"num_generations = {rows}")
+    if t.micro_batch_size is not None and (t.micro_batch_size < 1 or (
+            rows // (t.num_processes * t.updates_per_rollout)) % t.micro_batch_size):
+        raise ConfigError(f"train.micro_batch_size: {t.micro_batch_size} must divide the rows of one optimizer "
+                          f"step on one process, {rows // (t.num_processes * t.updates_per_rollout)}")
+    if not 0 < t.top_p <= 1:
+        raise ConfigError(f"train.top_p: must be in (0, 1], got {t.top_p}")
+    if cfg.data.task not in ("kk", "math"):
+        raise ConfigError(f"data.task: {cfg.data.task!r} is not one of kk, math")
+    if cfg.data.task == "math" and not cfg.data.math_train:
+        raise ConfigError("data.math_train: task 'math' needs a training set (e.g. deepscaler, orz, dapo17k)")
+    if cfg.data.task == "math":
+        from dgro_lib.data.math import resolve_dataset
+
+        for key, names in (("data.math_train", [cfg.data.math_train]), ("data.math_eval", cfg.data.math_eval)):
+            for n in names:
+                try:
+                    resolve_dataset(n)
+                except ValueError as e:
+                    raise ConfigError(f"{key}: {e}") from None
     if t.distributed not in DISTRIBUTED:
         raise ConfigError(f"train.distributed: {t.distributed!r} is not one of {', '.join(DISTRIBUTED)}")
     if t.vllm_mode not in ("colocate", "server"):

@@ -154,7 +154,8 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
     """The ``trl.GRPOConfig`` of one run: every field we set, in one place (tests check what TRL receives).
 
     The rollout batch is prompts_per_step x num_generations rows in total, split evenly over
-    ``train.num_processes``; one micro-batch per optimizer step (gradient_accumulation_steps = 1).
+    ``train.num_processes`` and into ``train.updates_per_rollout`` optimizer steps of
+    ``rows / (processes x updates)`` rows per process, each in micro-batches of ``train.micro_batch_size``.
     """
     import torch
     from trl import GRPOConfig
@@ -163,6 +164,11 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
 
     t = cfg.train
     rows = t.prompts_per_step * t.num_generations
+    # TRL: rows per rollout = per_device x processes x steps_per_generation; an optimizer step every
+    # gradient_accumulation_steps micro-batches, so updates per rollout = steps_per_generation / accumulation.
+    per_update = rows // (t.num_processes * t.updates_per_rollout)
+    micro = t.micro_batch_size or per_update
+    accumulation = per_update // micro
     on_cpu = t.cpu or not torch.cuda.is_available()
     vllm = {}
     if t.use_vllm:
@@ -172,10 +178,12 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
             vllm.update(vllm_server_host=t.vllm_server_host, vllm_server_port=t.vllm_server_port)
     return GRPOConfig(
         output_dir=str(Path(run_dir) / "trainer"),
-        per_device_train_batch_size=rows // t.num_processes,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation,
+        steps_per_generation=accumulation * t.updates_per_rollout,
         num_generations=t.num_generations,
         num_iterations=t.num_iterations,
-        gradient_accumulation_steps=1,
+        top_p=t.top_p,
         max_steps=t.max_steps,
         learning_rate=t.learning_rate,
         adam_beta1=t.adam_beta1,
@@ -224,6 +232,11 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     from .rewards import kk_reward_func
     from .trainer import DGROTrainer, make_rollout_func
 
+    if cfg.data.task != "kk":
+        raise NotImplementedError(
+            f"data.task: {cfg.data.task!r} — the experiment runner trains on K&K only so far; the math loaders "
+            "(dgro_lib.data.math) and reward (dgro_lib.rewards.math_reward) exist, and "
+            "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")
     run_dir = Path(run_dir)
     final_path = run_dir / "final_eval.json"
     if final_path.exists():

@@ -52,7 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="cpu", help="params profile: ci, cpu or paper (default cpu)")
     parser.add_argument("--only", action="append", help="run only this notebook (repeatable)")
     parser.add_argument("--list", action="store_true", help="list notebooks and whether the profile has params")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate every params file of the profile (config, architecture, batch arithmetic, "
+                             "estimated GPU memory per rank) without running anything")
     args = parser.parse_args(argv)
+    if args.dry_run:
+        from .dryrun import dry_run
+
+        try:
+            dry_run(args.profile)
+        except ValueError as e:
+            print(f"[reproduce] dry run failed: {e}", file=sys.stderr)
+            return 1
+        return 0
 
     names = list_notebooks()
     if args.only:

@@ -1,0 +1,245 @@
+"""Validate paper-scale params without a GPU: ``python -m dgro_lib.reproduce --profile paper --dry-run``.
+
+For every ``params/<profile>/*.yaml`` and every sweep point: the config parses and validates; the model's
+architecture resolves (its ``config.json`` from a local directory or the Hugging Face cache when present,
+else this module's table of the papers' checkpoints, else an error); the batch arithmetic is consistent
+(prompts x G rows over processes x updates_per_rollout optimizer steps x micro-batches); and it
+prints, per rank, an estimate of GPU memory and the optimizer updates per rollout batch, with warnings — in
+particular where DGRO's beta2 would be inert (one on-policy update per rollout batch).
+
+The memory model (bytes per parameter, mixed precision as DeepSpeed/FSDP run it): bf16 weights 2, bf16
+gradients 2, fp32 master weights + Adam moments 12; ZeRO-2 partitions gradients and optimizer states over
+the ranks, ZeRO-3 and FSDP (full shard) the weights too, plain DDP nothing; LoRA trains only the adapters.
+Activations (Korthikanti et al. 2022, flash attention): 34·s·h bytes per token per layer without
+checkpointing; with checkpointing 2·s·h per layer plus one layer's 34·s·h. The LM head's fp32 logits are
+counted for one chunk of 4096 tokens (TRL 1.16 computes log-probs through a chunked fused head). The
+generation KV cache is 2·layers·kv_heads·head_dim·2 bytes per token for all rows of a rank (HF generate) or
+the vLLM share of the GPU (colocate). These are estimates to catch configs that cannot fit, not a profiler.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import ExperimentConfig, expand_sweep, load_config
+
+__all__ = ["KNOWN_ARCHITECTURES", "Architecture", "resolve_architecture", "estimate", "dry_run"]
+
+GiB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Architecture:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    tied: bool
+    qkv_bias: bool = True
+    explicit_head_dim: int | None = None
+    source: str = ""
+
+    @property
+    def head_dim(self) -> int:
+        return self.explicit_head_dim or self.hidden // self.heads
+
+    def n_params(self) -> int:
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attn = h * q + 2 * h * kv + q * h + ((q + 2 * kv) if self.qkv_bias else 0)
+        mlp = 3 * h * self.intermediate
+        per_layer = attn + mlp + 2 * h
+        emb = self.vocab * h
+        return self.layers * per_layer + emb * (1 if self.tied else 2) + h
+
+
+# The papers' checkpoints, from their config.json files (hidden, layers, heads, kv heads, intermediate, vocab, tied).
+KNOWN_ARCHITECTURES: dict[str, Architecture] = {
+    "Qwen/Qwen2.5-7B-Instruct-1M": Architecture(3584, 28, 28, 4, 18944, 152064, False),
+    "Qwen/Qwen2.5-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
+    "Qwen/Qwen2.5-7B-Instruct": Architecture(3584, 28, 28, 4, 18944, 152064, False),
+    "Qwen/Qwen2.5-Math-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
+    "Qwen/Qwen3-4B": Architecture(2560, 36, 32, 8, 9728, 151936, True, qkv_bias=False, explicit_head_dim=128),
+    "Qwen/Qwen2.5-0.5B": Architecture(896, 24, 14, 2, 4864, 151936, True),
+}
+
+
+def _from_hf_config(c: Any, source: str) -> Architecture:
+    c = c.get_text_config() if hasattr(c, "get_text_config") else c
+    return Architecture(
+        hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_attention_heads,
+        kv_heads=getattr(c, "num_key_value_heads", None) or c.num_attention_heads,
+        intermediate=c.intermediate_size, vocab=c.vocab_size, tied=bool(getattr(c, "tie_word_embeddings", False)),
+        qkv_bias=bool(getattr(c, "attention_bias", c.model_type.startswith("qwen2"))),
+        explicit_head_dim=getattr(c, "head_dim", None), source=source,
+    )
+
+
+def resolve_architecture(path: str) -> Architecture:
+    """The architecture of ``model.path``: a local directory's config.json, the HF cache's, or the table above."""
+    from transformers import AutoConfig
+
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise FileNotFoundError(f"model.path {path!r} is a directory without config.json")
+        return _from_hf_config(AutoConfig.from_pretrained(str(p)), f"{p}/config.json")
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(path, "config.json")
+    except Exception:  # not a valid repo id, or no cache
+        cached = None
+    if isinstance(cached, str) and Path(cached).is_file():
+        return _from_hf_config(AutoConfig.from_pretrained(str(Path(cached).parent)), f"HF cache ({cached})")
+    if path in KNOWN_ARCHITECTURES:
+        a = KNOWN_ARCHITECTURES[path]
+        return Architecture(**{**a.__dict__, "source": "dgro_lib.dryrun.KNOWN_ARCHITECTURES"})
+    raise ValueError(f"model.path {path!r}: no local config.json, not in the HF cache, and not one of the known "
+                     f"architectures ({', '.join(KNOWN_ARCHITECTURES)}); download its config.json to check it")
+
+
+def _lora_params(arch: Architecture, peft: dict) -> int:
+    r = int(peft.get("r", 8))
+    targets = peft.get("target_modules", "all-linear")
+    h, q, kv, i = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim, arch.intermediate
+    shapes = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+              "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+    names = list(shapes) if targets == "all-linear" else list(targets)
+    return arch.layers * sum(r * (shapes[n][0] + shapes[n][1]) for n in names if n in shapes)
+
+
+def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
+    """Batch arithmetic and per-rank GPU memory (GiB) of one concrete config; see the module docstring."""
+    from .losses import loss_requires, trl_loss_type
+
+    t = cfg.train
+    rows = t.prompts_per_step * t.num_generations
+    n = t.num_processes
+    micro = t.micro_batch_size or rows // (n * t.updates_per_rollout)
+    updates = t.num_iterations * t.updates_per_rollout
+    P = arch.n_params()
+    trainable = _lora_params(arch, cfg.model.peft) if cfg.model.peft else P
+    wbytes = 2 if t.bf16 else 4
+    shard_w = n if t.distributed in ("zero3", "fsdp") else 1
+    shard_go = n if t.distributed in ("zero2", "zero3", "fsdp") else 1
+    weights = P * wbytes / shard_w
+    grads = trainable * wbytes / shard_go
+    optim = trainable * 12 / shard_go
+    uses_ref = trl_loss_type(cfg.loss.name) is None and ("ref_logps" in loss_requires(cfg.loss.name)
+                                                          or t.rollout_policy == "reference")
+    uses_ref = uses_ref or float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0 and trl_loss_type(cfg.loss.name) is not None
+    ref = (P * wbytes / shard_w) if (uses_ref and not cfg.model.peft) else 0.0
+    prompt_len = t.max_prompt_length or 512
+    s = prompt_len + t.max_completion_length
+    h, L = arch.hidden, arch.layers
+    if t.gradient_checkpointing:
+        act = micro * s * h * (2 * L + 34)
+    else:
+        act = micro * s * h * 34 * L
+    logits = min(micro * s, 4096) * arch.vocab * 4
+    kv_per_token = 2 * L * arch.kv_heads * arch.head_dim * 2
+    if t.use_vllm and t.vllm_mode == "colocate":
+        gen = t.vllm_gpu_memory_utilization * t.gpu_memory_gb * GiB
+        gen_note = f"vLLM colocate share {t.vllm_gpu_memory_utilization:.2f}"
+    elif t.use_vllm:
+        gen, gen_note = 0.0, "vLLM server (separate GPUs)"
+    else:
+        gen = kv_per_token * s * (rows // n)
+        gen_note = "HF generate KV cache"
+    if cfg.kind == "eval":  # inference only: weights and the generation cache of one eval batch
+        grads = optim = ref = act = logits = 0.0
+        updates = 0
+        micro = min(cfg.eval.batch_size * cfg.eval.n_samples, cfg.eval.batch_size)
+        s = prompt_len + cfg.eval.max_new_tokens
+        if not t.use_vllm:
+            gen, gen_note = kv_per_token * s * micro, "HF generate KV cache (eval batch)"
+    total = weights + grads + optim + ref + act + logits + gen
+    warnings = []
+    beta2 = float(cfg.loss.kwargs.get("beta2", 0.0)) if cfg.loss.name == "dgro" else (
+        float(cfg.loss.kwargs.get("tau", 0.0)) if cfg.loss.name == "kimi" else 0.0)
+    if cfg.loss.name in ("dgro", "kimi") and beta2 != 0 and updates == 1:
+        warnings.append(f"beta2 is inert: one on-policy update per rollout batch (num_iterations x "
+                        f"updates_per_rollout = 1), so the squared log-ratio to pi_old has zero gradient")
+    if total > t.gpu_memory_gb * GiB:
+        warnings.append(f"estimated {total / GiB:.1f} GiB per rank exceeds train.gpu_memory_gb = {t.gpu_memory_gb}")
+    if n == 1 and P > 1e9 and cfg.kind == "train":
+        warnings.append("a > 1B-parameter model on one process: set train.num_processes / train.distributed")
+    if t.max_prompt_length is None:
+        warnings.append("train.max_prompt_length unset: activations estimated with 512 prompt tokens")
+    return {
+        "params_B": P / 1e9, "trainable_B": trainable / 1e9, "rows_per_rollout": rows, "processes": n,
+        "micro_batch_per_rank": micro, "updates_per_rollout": updates, "seq_len": s,
+        "weights_GiB": weights / GiB, "grads_GiB": grads / GiB, "optim_GiB": optim / GiB, "ref_GiB": ref / GiB,
+        "activations_GiB": act / GiB, "logits_GiB": logits / GiB, "generation_GiB": gen / GiB,
+        "generation": gen_note, "total_GiB": total / GiB, "gpu_GiB": t.gpu_memory_gb, "warnings": warnings,
+    }
+
+
+def _label(point: dict) -> str:
+    """Short label of a sweep point: ``model.path=Qwen/Qwen3-4B loss=dcpo``."""
+    parts = []
+    for k, v in point.items():
+        v = v.get("name", v) if isinstance(v, dict) else v
+        parts.append(f"{k.split('.')[-1]}={v}")
+    return " ".join(parts)
+
+
+def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, out=None) -> list[dict[str, Any]]:
+    """Validate every params file of ``profile`` (each sweep point) and print one table row per point.
+
+    Returns the rows; raises ValueError listing every file that failed, after printing all of them.
+    """
+    import sys
+
+    import pandas as pd
+
+    out = out or sys.stdout
+    root = Path(params_root) if params_root is not None else Path(__file__).resolve().parent.parent / "params"
+    files = sorted((root / profile).glob("*.yaml"))
+    if not files:
+        raise ValueError(f"no params files under {root / profile}")
+    rows, failures = [], []
+    for f in files:
+        try:
+            cfg = load_config(f)
+            seen = set()
+            for point, _seed, concrete in expand_sweep(cfg):
+                key = json.dumps(point, sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                arch = resolve_architecture(concrete.model.path) if concrete.model.path != "embedded" else None
+                if arch is None:
+                    from .models import EMBEDDED_PRESETS
+
+                    e = EMBEDDED_PRESETS[concrete.model.embedded_preset]
+                    arch = Architecture(e.hidden, e.layers, e.heads, e.kv_heads, e.intermediate, 512, True,
+                                        source="embedded preset")
+                est = estimate(concrete, arch)
+                rows.append({"file": f.name, "point": _label(point), "model": concrete.model.path,
+                             "arch_source": arch.source, "loss": concrete.loss.name, **est})
+        except Exception as e:  # report every file, then fail
+            failures.append(f"{f.name}: {type(e).__name__}: {e}")
+    if rows:
+        df = pd.DataFrame(rows)
+        cols = ["file", "point", "params_B", "processes", "rows_per_rollout", "micro_batch_per_rank",
+                "updates_per_rollout", "weights_GiB", "grads_GiB", "optim_GiB", "ref_GiB", "activations_GiB",
+                "logits_GiB", "generation_GiB", "total_GiB", "gpu_GiB"]
+        with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 40,
+                               "display.float_format", "{:.1f}".format):
+            print(df[cols].to_string(index=False), file=out)
+        for r in rows:
+            for w in r["warnings"]:
+                print(f"WARNING {r['file']} {r['point']}: {w}", file=out)
+        for r in sorted({(r["model"], r["arch_source"]) for r in rows}):
+            print(f"architecture of {r[0]}: {r[1]}", file=out)
+    if failures:
+        print("\n".join(f"FAILED {x}" for x in failures), file=out)
+        raise ValueError(f"{len(failures)} params file(s) of profile {profile!r} failed: " + "; ".join(failures))
+    return rows

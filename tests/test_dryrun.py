@@ -1,0 +1,62 @@
+"""`python -m dgro_lib.reproduce --profile paper --dry-run`: every paper config validates without a GPU."""
+
+import io
+
+import pytest
+import yaml
+
+from dgro_lib.config import apply_overrides, find_params, load_config
+from dgro_lib.dryrun import KNOWN_ARCHITECTURES, Architecture, dry_run, estimate, resolve_architecture
+from dgro_lib.reproduce import main as reproduce_main
+
+GiB = 1024 ** 3
+
+
+def test_every_paper_config_validates_and_prints_its_table(capsys):
+    assert reproduce_main(["--profile", "paper", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    for name in ("dgro_fig1_reward_variance.yaml", "dgro_table3_math.yaml", "dcpo_table2_main.yaml"):
+        assert name in out
+    assert "total_GiB" in out and "updates_per_rollout" in out
+    assert "beta2 is inert" in out  # DGRO Table 5: one update per rollout batch
+    assert "exceeds" not in out  # every paper config fits its GPUs by the estimate
+
+
+def test_parameter_count_matches_the_published_sizes():
+    assert KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B"].n_params() / 1e9 == pytest.approx(7.62, abs=0.01)
+    assert KNOWN_ARCHITECTURES["Qwen/Qwen3-4B"].n_params() / 1e9 == pytest.approx(4.02, abs=0.01)
+    assert KNOWN_ARCHITECTURES["Qwen/Qwen2.5-0.5B"].n_params() / 1e9 == pytest.approx(0.494, abs=0.01)
+
+
+def test_zero_stages_partition_what_they_should():
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
+    arch = KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B-Instruct-1M"]
+    P = arch.n_params()
+    e = {d: estimate(apply_overrides(cfg, {"train.distributed": d}), arch) for d in ("none", "zero2", "zero3")}
+    assert e["none"]["weights_GiB"] == pytest.approx(2 * P / GiB) and e["none"]["optim_GiB"] == pytest.approx(12 * P / GiB)
+    assert e["zero2"]["weights_GiB"] == pytest.approx(2 * P / GiB) and e["zero2"]["optim_GiB"] == pytest.approx(3 * P / GiB)
+    assert e["zero3"]["weights_GiB"] == pytest.approx(P / 2 / GiB) and e["zero3"]["grads_GiB"] == pytest.approx(P / 2 / GiB)
+    lora = estimate(apply_overrides(cfg, {"model.peft": {"r": 8}}), arch)
+    assert lora["trainable_B"] < 0.05 and lora["optim_GiB"] < 0.2
+    two = estimate(apply_overrides(cfg, {"train.num_iterations": 2}), arch)
+    assert two["updates_per_rollout"] == 2 and not any("inert" in w for w in two["warnings"])
+
+
+def test_architecture_from_a_local_config_and_clear_errors(tmp_path):
+    from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model
+
+    tok = build_embedded_tokenizer()
+    build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tok).save_pretrained(tmp_path / "m")
+    a = resolve_architecture(str(tmp_path / "m"))
+    assert a.hidden == EMBEDDED_PRESETS["ci"].hidden and a.source.endswith("config.json")
+    with pytest.raises(ValueError, match="known architectures"):
+        resolve_architecture("someone/unknown-model-7b")
+    bad = tmp_path / "params" / "paper"
+    bad.mkdir(parents=True)
+    good = yaml.safe_load(find_params("dgro_fig1_reward_variance", "paper").read_text())
+    (bad / "ok.yaml").write_text(yaml.safe_dump(good))
+    (bad / "broken.yaml").write_text(yaml.safe_dump({**good, "train": {**good["train"], "num_processes": 3}}))
+    buf = io.StringIO()
+    with pytest.raises(ValueError, match="broken.yaml"):
+        dry_run("paper", params_root=tmp_path / "params", out=buf)
+    assert "ok.yaml" in buf.getvalue() and "FAILED broken.yaml" in buf.getvalue()
