@@ -6,7 +6,7 @@ PROFILE ?= cpu
 ONLY ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: venv reproduce test test-unit test-notebooks bench clean-outputs
+.PHONY: venv reproduce dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 
 reproduce: $(STAMP)
 	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+
+dry-run: $(STAMP)
+	$(PY) -m dgro_lib.reproduce --profile paper --dry-run
 
 test: test-unit test-notebooks
 

@@ -59,3 +59,18 @@ def test_wait_for_health_and_a_dying_server(tmp_path):
         start_vllm_server("m", port=9, log_path=log, timeout=30,
                           command=[sys.executable, "-c", "import sys; print('CUDA not found'); sys.exit(2)"])
     assert "CUDA not found" in log.read_text()
+
+
+def test_gpu_check_script_runs_its_cpu_smoke(tmp_path):
+    """bench/gpu_check.py is prepared for a GPU node; its --smoke mode exercises every code path but vLLM here."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(repo / "bench" / "gpu_check.py"), "--smoke", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert res["hf_generate"]["tokens"] == 4 * 8 and res["vllm"] == {"skipped": "no CUDA device"}
+    assert res["train"]["step_s"] > 0 and res["targets"] == {"vllm_over_hf": 10.0, "mfu": 0.30}
