@@ -150,6 +150,12 @@ def _latest_checkpoint(trainer_dir: Path) -> str | None:
     return str(ckpts[-1]) if ckpts else None
 
 
+# TrainConfig fields that GRPOConfig takes under the same name and meaning
+_SAME_NAME_FIELDS = ("num_generations", "num_iterations", "top_p", "max_steps", "learning_rate", "adam_beta1",
+                     "adam_beta2", "weight_decay", "max_grad_norm", "warmup_steps", "lr_scheduler_type", "temperature",
+                     "max_completion_length", "save_steps", "gradient_checkpointing")
+
+
 def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
     """The ``trl.GRPOConfig`` of one run: every field we set, in one place (tests check what TRL receives).
 
@@ -181,19 +187,7 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
         per_device_train_batch_size=micro,
         gradient_accumulation_steps=accumulation,
         steps_per_generation=accumulation * t.updates_per_rollout,
-        num_generations=t.num_generations,
-        num_iterations=t.num_iterations,
-        top_p=t.top_p,
-        max_steps=t.max_steps,
-        learning_rate=t.learning_rate,
-        adam_beta1=t.adam_beta1,
-        adam_beta2=t.adam_beta2,
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        warmup_steps=t.warmup_steps,
-        lr_scheduler_type=t.lr_scheduler_type,
-        temperature=t.temperature,
-        max_completion_length=t.max_completion_length,
+        **{k: getattr(t, k) for k in _SAME_NAME_FIELDS},
         # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
         # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
         # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).
@@ -201,7 +195,6 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
             "ref_logps" in loss_requires(cfg.loss.name) or t.rollout_policy == "reference") else 0.0,
         scale_rewards="none",
         logging_steps=1,
-        save_steps=t.save_steps,
         save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk
         save_strategy="steps",
         report_to=[],
@@ -209,7 +202,6 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
         use_cpu=on_cpu,
         seed=seed,
         data_seed=seed,
-        gradient_checkpointing=t.gradient_checkpointing,
         dataloader_num_workers=0,
         disable_tqdm=False,
         **vllm,

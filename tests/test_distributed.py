@@ -83,3 +83,22 @@ def test_num_processes_must_divide_the_rollout_batch():
         ci_cfg(**{"train.num_processes": 3})
     with pytest.raises(ConfigError, match="train.distributed"):
         ci_cfg(**{"train.distributed": "zero4"})
+
+
+def test_batch_arithmetic_reaches_trl(tmp_path):
+    """512 prompts x 5 over 8 processes, 4 updates per rollout batch, micro-batches of 4 rows (the DCPO authors'
+    setting): TRL gets per-device 4, accumulation 20, 80 micro-batches per generation = 4 optimizer steps."""
+    from dgro_lib.experiment import grpo_config
+
+    cfg = ci_cfg(**{"train.prompts_per_step": 512, "train.num_generations": 5, "train.num_processes": 8,
+                    "train.updates_per_rollout": 4, "train.micro_batch_size": 4})
+    a = grpo_config(cfg, 0, tmp_path)
+    assert (a.per_device_train_batch_size, a.gradient_accumulation_steps, a.steps_per_generation) == (4, 20, 80)
+    assert a.per_device_train_batch_size * 8 * a.steps_per_generation == 512 * 5
+    assert a.steps_per_generation // a.gradient_accumulation_steps == 4
+    b = grpo_config(ci_cfg(), 0, tmp_path)  # the ci default: one micro-batch, one update per rollout batch
+    assert (b.gradient_accumulation_steps, b.steps_per_generation) == (1, 1)
+    from dgro_lib.config import ConfigError
+
+    with pytest.raises(ConfigError, match="train.micro_batch_size"):
+        ci_cfg(**{"train.micro_batch_size": 3})
