@@ -332,6 +332,9 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"train.temperature: must be > 0, got {t.temperature}")
     if t.num_processes < 1:
         raise ConfigError(f"train.num_processes: must be >= 1, got {t.num_processes}")
+    if t.num_processes > 1 and cfg.workers > 1:
+        raise ConfigError(f"workers: {cfg.workers} parallel runs with train.num_processes = {t.num_processes} each "
+                          "would share the same GPUs; use workers: 1 (each run takes all its processes)")
     if t.updates_per_rollout < 1:
         raise ConfigError(f"train.updates_per_rollout: must be >= 1, got {t.updates_per_rollout}")
     rows = t.prompts_per_step * t.num_generations

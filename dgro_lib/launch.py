@@ -26,7 +26,8 @@ import yaml
 
 from .config import ExperimentConfig, config_to_dict
 
-__all__ = ["ACCELERATE_CONFIGS", "accelerate_command", "launch_run", "trl_accelerate_config", "stream_command"]
+__all__ = ["ACCELERATE_CONFIGS", "accelerate_command", "free_port", "launch_run", "trl_accelerate_config",
+           "stream_command"]
 
 # train.distributed -> the file TRL ships in trl/accelerate_configs/
 ACCELERATE_CONFIGS = {"zero2": "zero2.yaml", "zero3": "zero3.yaml", "fsdp": "fsdp2.yaml"}
@@ -45,8 +46,17 @@ def trl_accelerate_config(distributed: str) -> Path:
     return path
 
 
+def free_port() -> int:
+    """A TCP port free right now on this host (torch.distributed's rendezvous; two runs must not share 29500)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int, run_dir: str | Path,
-                       point: dict | None = None, *, cuda: bool | None = None) -> list[str]:
+                       point: dict | None = None, *, cuda: bool | None = None, port: int | None = None) -> list[str]:
     """The exact ``accelerate launch`` command line of a multi-process run (``train.num_processes > 1``)."""
     t = cfg.train
     if cuda is None:
@@ -55,7 +65,7 @@ def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int
         cuda = torch.cuda.is_available()
     cpu = t.cpu or not cuda
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(t.num_processes),
-           "--num_machines", "1"]
+           "--num_machines", "1", "--main_process_port", str(port if port is not None else free_port())]
     if t.distributed != "none":
         if cpu:
             raise ValueError(f"train.distributed: {t.distributed} needs GPUs; on CPU use distributed: none (gloo DDP)")

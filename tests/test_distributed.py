@@ -55,6 +55,7 @@ def test_accelerate_command_for_each_engine(tmp_path):
     cmd = accelerate_command(cfg, tmp_path / "c.yaml", 3, tmp_path / "r", {"reward.scheme": "[-1,1]"}, cuda=False)
     assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--num_processes") + 1] == "2" and "--multi_gpu" in cmd
+    assert 0 < int(cmd[cmd.index("--main_process_port") + 1]) < 65536  # a free port: parallel runs do not collide
     assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.train"]
     assert json.loads(cmd[cmd.index("--point") + 1]) == {"reward.scheme": "[-1,1]"}
     for engine, fname in (("zero2", "zero2.yaml"), ("zero3", "zero3.yaml"), ("fsdp", "fsdp2.yaml")):
@@ -83,6 +84,8 @@ def test_num_processes_must_divide_the_rollout_batch():
         ci_cfg(**{"train.num_processes": 3})
     with pytest.raises(ConfigError, match="train.distributed"):
         ci_cfg(**{"train.distributed": "zero4"})
+    with pytest.raises(ConfigError, match="workers"):
+        ci_cfg(**{"train.num_processes": 2, "workers": 2})
 
 
 def test_batch_arithmetic_reaches_trl(tmp_path):
