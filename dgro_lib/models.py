@@ -199,6 +199,10 @@ class EmbeddedModelConfig:
     time_budget_min: float | None = None
     """Optional wall-clock stop; the schedule does not stretch, so prefer ``max_steps`` for reproducibility."""
     seed: int = 0
+    continue_from: str | None = None
+    """A preset name: start from that preset's (cached, else built) model instead of random weights and warm up
+    further with this config (a second stage: new data from ``seed``, its own schedule). The architecture
+    fields must equal the parent's; the parent's hash is part of this config's hash."""
     eval_puzzles: int = 0
     """If > 0, greedy accuracy on this many held-out puzzles per ``eval_people`` is stored in the stats."""
     eval_people: tuple[int, ...] = (3,)
@@ -246,11 +250,17 @@ EMBEDDED_PRESETS: dict[str, EmbeddedModelConfig] = {
 }
 
 
+ARCH_FIELDS = ("arch", "hidden", "layers", "heads", "kv_heads", "intermediate", "attention_bias")
+
+
 def config_hash(cfg: EmbeddedModelConfig) -> str:
-    """12 hex digits of sha256 over the cfg, the trace version and the build-format version."""
+    """12 hex digits of sha256 over the cfg (and its parent's hash for a continuation), the trace version and
+    the build-format version."""
     from dgro_lib.data.trace import TRACE_VERSION
 
     payload = {"cfg": cfg.to_dict(), "trace_version": TRACE_VERSION, "format": EMBEDDED_FORMAT_VERSION}
+    if cfg.continue_from is not None:
+        payload["parent"] = config_hash(_resolve_cfg(cfg.continue_from))
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -569,8 +579,16 @@ def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: s
     with FileLock(str(final) + ".lock"):
         if marker.exists() and not force:  # another process built it while we waited
             return final
-        tokenizer = build_embedded_tokenizer()
-        model = build_tiny_model(cfg, tokenizer=tokenizer)
+        if cfg.continue_from is None:
+            tokenizer = build_embedded_tokenizer()
+            model = build_tiny_model(cfg, tokenizer=tokenizer)
+        else:  # a second warm-up stage on top of the parent preset's model
+            parent = _resolve_cfg(cfg.continue_from)
+            diff = [f for f in ARCH_FIELDS if getattr(parent, f) != getattr(cfg, f)]
+            if diff:
+                raise ValueError(f"continue_from={cfg.continue_from!r}: architecture fields differ from the parent's: "
+                                 + ", ".join(f"{f} {getattr(cfg, f)!r} != {getattr(parent, f)!r}" for f in diff))
+            model, tokenizer = load_model(get_embedded_base_model(parent, cache_dir, progress=progress))
         stats = warmup(model, tokenizer, cfg, progress=progress)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=cache_dir))
         try:

@@ -345,3 +345,28 @@ def test_warmup_with_prompt_loss_drills_and_name_weight_runs(tok):
     assert stats["steps"] == 4 and all(map(lambda c: c[1] == c[1], stats["loss_curve"]))
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert M.config_hash(cfg) != M.config_hash(TINY)
+
+
+def test_continued_warmup_starts_from_the_parent_preset(tmp_path):
+    """continue_from: the second stage loads the parent's cached model (building it first), trains on, and is
+    cached under a hash that includes the parent's; an architecture mismatch is refused by name."""
+    import dataclasses
+
+    import torch
+
+    from dgro_lib.models import EMBEDDED_PRESETS, config_hash, get_embedded_base_model, load_model
+
+    ci = EMBEDDED_PRESETS["ci"]
+    stage2 = dataclasses.replace(ci, continue_from="ci", max_steps=3, seed=1, time_budget_min=None)
+    path = get_embedded_base_model(stage2, tmp_path, progress=False)
+    parent = tmp_path / f"llama-{config_hash(ci)}"
+    assert (parent / "embedded.json").exists() and path != parent
+    assert config_hash(stage2) != config_hash(dataclasses.replace(stage2, continue_from=None))
+    a, _ = load_model(parent)
+    b, _ = load_model(path)
+    pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+    assert pa.keys() == pb.keys() and any(not torch.equal(pa[k], pb[k]) for k in pa)
+    diffs = max(float((pa[k] - pb[k]).abs().max()) for k in pa)
+    assert diffs < 1.0  # three small steps on top of the parent, not a fresh random model
+    with pytest.raises(ValueError, match="hidden"):
+        get_embedded_base_model(dataclasses.replace(stage2, hidden=64, heads=2, kv_heads=2), tmp_path, progress=False)
