@@ -160,7 +160,7 @@ class DGROTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         batch = self._generate_with_extra_rollouts(inputs)
         if self.model.training:
-            self._last_rollout = {k: batch[k].detach().cpu().tolist() for k in ("rewards", "group_ids", "advantages")}
+            self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages")}
         return batch
 
     def write_rank_log(self, directory, step: int) -> None:
@@ -178,7 +178,8 @@ class DGROTrainer(GRPOTrainer):
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         rec = {"step": step, "rank": self.accelerator.process_index, "world": self.accelerator.num_processes,
-               "loss_local": local, "loss_mean": mean, "param_checksum": checksum, **(self._last_rollout or {})}
+               "loss_local": local, "loss_mean": mean, "param_checksum": checksum,
+               **{k: v.cpu().tolist() for k, v in (self._last_rollout or {}).items()}}
         with open(d / f"rank{self.accelerator.process_index}.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")
 
