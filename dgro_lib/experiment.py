@@ -225,7 +225,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     from .trainer import DGROTrainer, make_rollout_func
 
     if cfg.data.task != "kk":
-        raise NotImplementedError(
+        raise ValueError(
             f"data.task: {cfg.data.task!r} — the experiment runner trains on K&K only so far; the math loaders "
             "(dgro_lib.data.math) and reward (dgro_lib.rewards.math_reward) exist, and "
             "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")

@@ -102,3 +102,13 @@ def test_lora_trains_only_the_adapters(tmp_path):
     moved = {n for n in seen["before"] if not torch.equal(seen["before"][n], seen["after"][n])}
     assert moved and moved <= seen["trainable"]
     assert any("lora_B" in n for n in moved)
+
+
+def test_math_task_is_refused_by_the_runner_with_the_field_named(tmp_path):
+    import pytest
+
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                          {"sweep": {}, "data.task": "math", "data.math_train": "gsm8k"})
+    with pytest.raises(ValueError, match="data.task"):
+        run_training(cfg, 0, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
