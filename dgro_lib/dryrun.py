@@ -116,7 +116,7 @@ def _lora_params(arch: Architecture, peft: dict) -> int:
 
 def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     """Batch arithmetic and per-rank GPU memory (GiB) of one concrete config; see the module docstring."""
-    from .losses import loss_requires, trl_loss_type
+    from .experiment import uses_reference_model
 
     t = cfg.train
     rows = t.prompts_per_step * t.num_generations
@@ -131,9 +131,7 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     weights = P * wbytes / shard_w
     grads = trainable * wbytes / shard_go
     optim = trainable * 12 / shard_go
-    uses_ref = trl_loss_type(cfg.loss.name) is None and ("ref_logps" in loss_requires(cfg.loss.name)
-                                                          or t.rollout_policy == "reference")
-    uses_ref = uses_ref or float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0 and trl_loss_type(cfg.loss.name) is not None
+    uses_ref = uses_reference_model(cfg)
     ref = (P * wbytes / shard_w) if (uses_ref and not cfg.model.peft) else 0.0
     prompt_len = t.max_prompt_length or 512
     s = prompt_len + t.max_completion_length

@@ -156,6 +156,16 @@ _SAME_NAME_FIELDS = ("num_generations", "num_iterations", "top_p", "max_steps", 
                      "max_completion_length", "save_steps", "gradient_checkpointing")
 
 
+def uses_reference_model(cfg: ExperimentConfig) -> bool:
+    """Whether a run needs TRL's frozen reference model: TRL's own losses when their k3-KL ``beta`` is set; ours
+    when the loss reads ``ref_logps`` (dro, online_dpo) or the rollouts are sampled from it."""
+    from .losses import loss_requires, trl_loss_type
+
+    if trl_loss_type(cfg.loss.name) is not None:
+        return float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0
+    return "ref_logps" in loss_requires(cfg.loss.name) or cfg.train.rollout_policy == "reference"
+
+
 def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
     """The ``trl.GRPOConfig`` of one run: every field we set, in one place (tests check what TRL receives).
 
@@ -166,7 +176,7 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
     import torch
     from trl import GRPOConfig
 
-    from .losses import loss_requires, trl_loss_type
+    from .losses import trl_loss_type
 
     t = cfg.train
     rows = t.prompts_per_step * t.num_generations
@@ -191,8 +201,7 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
         # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
         # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
         # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).
-        beta=1.0 if trl_loss_type(cfg.loss.name) is None and (
-            "ref_logps" in loss_requires(cfg.loss.name) or t.rollout_policy == "reference") else 0.0,
+        beta=1.0 if trl_loss_type(cfg.loss.name) is None and uses_reference_model(cfg) else 0.0,
         scale_rewards="none",
         logging_steps=1,
         save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk

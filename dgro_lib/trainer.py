@@ -91,7 +91,7 @@ class DGROTrainer(GRPOTrainer):
         self.logprob_chunk_size = int(logprob_chunk_size)
         self.extra_rollouts = loss_extra_rollouts(loss_name, self.loss_kwargs)
         self._last_rollout: dict | None = None
-        self._rank_losses: list[float] = []
+        self._rank_loss = [0.0, 0]  # running (sum, count) of local losses since the last rank log
         self._last_entropy = 0.0  # token-mean policy entropy of the previous step (AEPO's trainer starts at 0)
         self._captured_rewards: torch.Tensor | None = None
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
@@ -163,6 +163,10 @@ class DGROTrainer(GRPOTrainer):
             self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages")}
         return batch
 
+    def _note_loss(self, loss: torch.Tensor) -> None:
+        self._rank_loss[0] += float(loss.detach())
+        self._rank_loss[1] += 1
+
     def write_rank_log(self, directory, step: int) -> None:
         """Append this process's view of the last step to ``directory/rank<k>.jsonl`` (collective: every rank
         must call it): its local rollout rows (raw rewards, group ids, advantages), its local loss, the loss
@@ -170,8 +174,8 @@ class DGROTrainer(GRPOTrainer):
         import json
         from pathlib import Path
 
-        local = sum(self._rank_losses) / max(len(self._rank_losses), 1)
-        self._rank_losses = []
+        local = self._rank_loss[0] / max(self._rank_loss[1], 1)
+        self._rank_loss = [0.0, 0]
         mean = self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), reduction="mean").item()
         model = self.accelerator.unwrap_model(self.model)
         checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
@@ -297,7 +301,7 @@ class DGROTrainer(GRPOTrainer):
         if self.trl_loss is not None:  # TRL's own loss, with the advantages we attached
             loss = super()._compute_loss(model, inputs)
             if self.model.training:
-                self._rank_losses.append(float(loss.detach()))
+                self._note_loss(loss)
             return loss
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
@@ -356,7 +360,7 @@ class DGROTrainer(GRPOTrainer):
             self._last_entropy = ent_all
         self._metrics[mode]["loss/value"].append(float(loss.detach()))
         if mode == "train":
-            self._rank_losses.append(float(loss.detach()))
+            self._note_loss(loss)
         for key, val in metrics.items():
             self._metrics[mode][key].append(float(val))
         if mode == "train":
