@@ -32,7 +32,7 @@ from .manifest import write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 
-__all__ = ["run_experiment", "run_training", "ExperimentResult", "run_id_for", "resolve_model_path", "load_eval_records"]
+__all__ = ["run_experiment", "run_training", "prepare_run", "config_diff", "ExperimentResult", "run_id_for", "resolve_model_path", "load_eval_records"]
 
 
 @dataclass
@@ -217,6 +217,118 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
     )
 
 
+# Config fields that do not change what a run computes (they describe the experiment around it).
+_NOT_RUN_FIELDS = ("description", "seeds", "workers", "sweep", "extra")
+# The only differences with which an existing run is continued instead of refused (see _prior_run).
+_EXTENDABLE_FIELDS = ("train.max_steps", "data.n_eval")
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v and k not in ("kwargs", "peft"):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diff(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
+    """Dotted key -> (old, new) for every run-relevant field where two ``config_to_dict`` forms differ (JSON
+    round-trip applied to both, so tuples and lists compare equal)."""
+    old, new = (json.loads(json.dumps({k: v for k, v in d.items() if k not in _NOT_RUN_FIELDS})) for d in (old, new))
+    a, b = _flatten(old), _flatten(new)
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def _prior_run(cfg: ExperimentConfig, seed: int, run_dir: Path) -> dict | None:
+    """Decide what an existing ``run_dir`` means for ``cfg``: the same run (reuse or resume it: returns None),
+    an extension (returns what to record), or a different run (raises).
+
+    Reusing a run that was trained with other params would put a wrong curve into a figure without a trace, so
+    any difference is refused with the fields named. One difference is allowed, because it loses nothing and
+    costs nothing: a longer ``train.max_steps`` under a ``constant`` lr schedule (the first steps of the longer
+    run are exactly the old run, so it continues from the checkpoint at the old last step), optionally with a
+    larger ``data.n_eval`` when the training puzzles stay the same (held-out sets are prefix-stable). The old
+    final evaluation is kept as ``final_eval-step<N>.json``.
+    """
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.exists():
+        return None
+    old = json.loads(manifest_path.read_text())
+    diff = config_diff(old["config"], config_to_dict(cfg))
+    if old.get("seed") != seed:
+        diff["seed"] = (old.get("seed"), seed)
+    if not diff:
+        return None
+    listing = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
+    refuse = (f"{run_dir}: this run was made with other params ({listing}). Use another output folder, or move "
+              "this run away to train it again")
+    if not set(diff) <= set(_EXTENDABLE_FIELDS) or "train.max_steps" not in diff:
+        raise ValueError(refuse)
+    old_steps, new_steps = diff["train.max_steps"]
+    if new_steps < old_steps or cfg.train.lr_scheduler_type != "constant":
+        raise ValueError(refuse + f" (a run can only be extended to more steps under lr_scheduler_type 'constant'; "
+                         f"got {old_steps} -> {new_steps}, {cfg.train.lr_scheduler_type!r})")
+    if "data.n_eval" in diff:
+        from .config import config_from_dict
+
+        old_cfg = config_from_dict(old["config"], source=str(manifest_path))
+        if [_puzzle_key(r) for r in _records(old_cfg, "train")] != [_puzzle_key(r) for r in _records(cfg, "train")]:
+            raise ValueError(refuse + " (data.n_eval changes which training puzzles overlap the held-out set)")
+        if cfg.data.n_eval < old_cfg.data.n_eval:
+            raise ValueError(refuse + " (data.n_eval can only grow when a run is extended)")
+    ckpt = run_dir / "trainer" / f"checkpoint-{old_steps}"
+    if (run_dir / "final_eval.json").exists() and not ckpt.is_dir():
+        raise ValueError(refuse + f" (cannot extend: no checkpoint at the old last step, {ckpt} is missing)")
+    return {"extended": {"from_max_steps": old_steps, "to_max_steps": new_steps,
+                         "changed": {k: list(v) for k, v in diff.items()},
+                         "previous_manifest": {k: old.get(k) for k in ("created", "git")},
+                         "checkpoint": ckpt.name}}
+
+
+def _start_extension(cfg: ExperimentConfig, run_dir: Path, extension: dict) -> None:
+    """Turn a finished run into the first part of a longer one: keep its final evaluation under another name, and
+    replace its full-set held-out row at the old last step by the periodic (subset) evaluation a run of the new
+    length makes at that step, computed from the checkpoint."""
+    final_path = run_dir / "final_eval.json"
+    step = extension["extended"]["from_max_steps"]
+    if not final_path.exists():  # killed after the old run ended and before any new checkpoint: nothing to move
+        return
+    heldout_csv = run_dir / "heldout.csv"
+    t = cfg.train
+    if heldout_csv.exists():
+        rows = pd.read_csv(heldout_csv)
+        rows = rows[rows.step != step]
+        if t.eval_every and step % t.eval_every == 0:
+            from .models import load_model
+
+            model, tokenizer = load_model(str(run_dir / "trainer" / f"checkpoint-{step}"))
+            ev = _evaluate(model, tokenizer, load_eval_records(cfg)[: t.eval_subset], cfg)
+            rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": t.eval_subset, **_summary(ev)}])])
+        rows.sort_values("step").to_csv(heldout_csv, index=False)
+    os.replace(final_path, run_dir / f"final_eval-step{step}.json")
+
+
+def prepare_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> bool:
+    """Check an existing ``run_dir`` against ``cfg`` (raises when it was made with other params, see
+    :func:`_prior_run`), turn a finished run into the start of an allowed extension, and return whether the run
+    is finished for ``cfg`` (its ``final_eval.json`` exists)."""
+    run_dir = Path(run_dir)
+    extension = _prior_run(cfg, seed, run_dir)
+    if extension is not None:
+        _start_extension(cfg, run_dir, extension)
+        manifest_path = run_dir / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        manifest["config"] = config_to_dict(cfg)
+        manifest["history"] = manifest.get("history", []) + [extension]
+        tmp = manifest_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, default=str))
+        os.replace(tmp, manifest_path)
+    return (run_dir / "final_eval.json").exists()
+
+
 def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None) -> dict | None:
     """Train one run (one sweep point, one seed) to completion, resuming from its last checkpoint if any.
 
@@ -240,20 +352,24 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
             "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")
     run_dir = Path(run_dir)
     final_path = run_dir / "final_eval.json"
-    if final_path.exists():
-        return json.loads(final_path.read_text())["summary"]
     # torchrun (accelerate launch) sets RANK / WORLD_SIZE; PartialState() here would initialise before TRL's
     # Accelerator and, on CPU, see a single process.
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     main = rank == 0
-    run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.train.threads)
+    # launch_run prepares a multi-process run before starting it; only rank 0 may touch the folder here
+    if prepare_run(cfg, seed, run_dir) if main else final_path.exists():
+        return json.loads(final_path.read_text())["summary"]
+    run_dir.mkdir(parents=True, exist_ok=True)
     set_seed(seed)
     model_path = resolve_model_path(cfg)
     if main:
+        history = []
+        if (run_dir / "manifest.json").exists():
+            history = json.loads((run_dir / "manifest.json").read_text()).get("history", [])
         write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
                        extra={"sweep_point": point or {}, "model_path": model_path,
-                              "num_processes": world})
+                              "num_processes": world, **({"history": history} if history else {})})
     model, tokenizer = load_model(model_path, peft=cfg.model.peft)
     train_records = _records(cfg, "train")
     eval_records = _records(cfg, "eval")
@@ -317,10 +433,10 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         value_lr=cfg.loss.value_lr,
     )
     resume = _latest_checkpoint(run_dir / "trainer")
-    if resume:
-        step = int(resume.split("-")[-1])
-        metrics_rows = [r for r in metrics_rows if r["step"] <= step]
-        heldout_rows = [r for r in heldout_rows if r["step"] <= step]
+    # rows logged after the checkpoint we resume from (all of them, killed before the first one) are redone
+    step = int(resume.split("-")[-1]) if resume else 0
+    metrics_rows = [r for r in metrics_rows if r["step"] <= step]
+    heldout_rows = [r for r in heldout_rows if r["step"] <= step]
     t0 = time.time()
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = time.time() - t0
@@ -345,16 +461,29 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     from .models import load_model
 
     path = out_dir / "base_eval.json"
+    model_path = resolve_model_path(cfg)
+    records = load_eval_records(cfg)
+    protocol = json.loads(json.dumps(_protocol(cfg, len(records))))
     if path.exists():
-        return json.loads(path.read_text())
+        base = json.loads(path.read_text())
+        if base["protocol"] == protocol and base.get("model_path", model_path) == model_path:
+            return base
+        # another protocol or model: its numbers cannot be paired with these runs; keep them under another name
+        kept = path.with_name(f"base_eval-{time.strftime('%Y%m%dT%H%M%S')}.json")
+        changed = {k: (base["protocol"].get(k), v) for k, v in protocol.items() if base["protocol"].get(k) != v}
+        if base.get("model_path", model_path) != model_path:
+            changed["model_path"] = (base["model_path"], model_path)
+        print(f"{path}: made under other settings {changed}; kept as {kept.name}, evaluating the base model again",
+              flush=True)
+        os.replace(path, kept)
     torch.set_num_threads(cfg.train.threads)
-    model, tokenizer = load_model(resolve_model_path(cfg))
-    ev = _evaluate(model, tokenizer, load_eval_records(cfg), cfg)
-    base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"])),
-            "protocol": _protocol(cfg, len(ev["correct"]))}
+    model, tokenizer = load_model(model_path)
+    ev = _evaluate(model, tokenizer, records, cfg)
+    base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"])), "protocol": protocol,
+            "model_path": model_path}
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(base, indent=1))
-    return base
+    return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
 
 
 def _worker(args: tuple) -> dict:

@@ -110,13 +110,13 @@ def stream_command(cmd: list[str], *, env: dict[str, str] | None = None, cwd: st
 def launch_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None,
                out: IO[str] | None = None) -> dict[str, Any] | None:
     """Run one training run (in-process or under ``accelerate launch``) and return its final summary."""
-    from .experiment import run_training
+    from .experiment import prepare_run, run_training
 
     if cfg.train.num_processes == 1:
         return run_training(cfg, seed, run_dir, point=point)
     run_dir = Path(run_dir)
     final = run_dir / "final_eval.json"
-    if final.exists():
+    if prepare_run(cfg, seed, run_dir):  # here, before the ranks start, so they find the folder settled
         return json.loads(final.read_text())["summary"]
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path = run_dir / "config.yaml"

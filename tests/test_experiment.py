@@ -6,7 +6,9 @@ import shutil
 import pandas as pd
 
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.experiment import run_training
+import pytest
+
+from dgro_lib.experiment import _base_eval, config_diff, run_training
 
 
 def test_run_writes_outputs_and_resumes(tmp_path):
@@ -31,14 +33,75 @@ def test_run_writes_outputs_and_resumes(tmp_path):
     assert run_training(cfg, 0, run_dir) == summary
     assert (run_dir / "metrics.csv").stat().st_mtime == mtime
 
-    # a run killed after its first checkpoint (here: one that stopped at step 1) resumes from checkpoint-1
-    shutil.rmtree(run_dir)
-    run_training(apply_overrides(cfg, {"train.max_steps": 1}), 0, run_dir)
-    assert [p.name for p in (run_dir / "trainer").glob("checkpoint-*")] == ["checkpoint-1"]
+    # a run killed before its first checkpoint (save_total_limit 1 keeps only the last) starts again, and the rows
+    # it had logged are not kept twice
+    shutil.rmtree(run_dir / "trainer" / "checkpoint-2")
     (run_dir / "final_eval.json").unlink()
     run_training(cfg, 0, run_dir)
     assert pd.read_csv(run_dir / "metrics.csv")["step"].tolist() == [1, 2]
-    assert (run_dir / "final_eval.json").is_file()
+    timing = ("train_seconds", "wall_s")
+    again = json.loads((run_dir / "final_eval.json").read_text())["summary"]
+    assert {k: v for k, v in again.items() if k not in timing} == {k: v for k, v in summary.items() if k not in timing}
+
+
+def _tiny(**overrides):
+    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                           {"train.save_steps": 1, "train.eval_every": 1, "train.eval_subset": 2, "sweep": {},
+                            **overrides})
+
+
+def test_a_run_made_with_other_params_is_refused_with_the_fields_named(tmp_path):
+    run_dir = tmp_path / "run"
+    run_training(_tiny(**{"train.max_steps": 1}), 0, run_dir)
+    with pytest.raises(ValueError, match=r"loss\.kwargs: .*beta2.*run"):
+        run_training(_tiny(**{"train.max_steps": 1, "loss.kwargs": {"beta1": 1.0, "beta2": 0.0}}), 0, run_dir)
+    with pytest.raises(ValueError, match=r"seed: 0 -> 1"):
+        run_training(_tiny(**{"train.max_steps": 1}), 1, run_dir)
+    with pytest.raises(ValueError, match="constant"):  # extending needs the old steps to be the new run's first
+        run_training(_tiny(**{"train.max_steps": 2, "train.lr_scheduler_type": "linear"}), 0, run_dir)
+    # what does not change a run's computation is not compared
+    assert config_diff({"description": "a", "seeds": [0], "workers": 1, "train": {"max_steps": 1}},
+                       {"description": "b", "seeds": [0, 1], "workers": 2, "train": {"max_steps": 1}}) == {}
+    assert config_diff({"loss": {"kwargs": {"beta2": 0.1}}}, {"loss": {"kwargs": {"beta2": 0.0}}}) == {
+        "loss.kwargs": ({"beta2": 0.1}, {"beta2": 0.0})}
+
+
+def test_extending_a_finished_run_equals_training_the_longer_run(tmp_path):
+    """train.max_steps 1 -> 2 (constant lr) with a larger held-out set: the run continues from checkpoint-1, its
+    old final evaluation is kept, the step-1 held-out row becomes the periodic (subset) one, the manifest records
+    the extension, and the logged step-2 metrics equal those of a run trained for 2 steps from the start."""
+    longer = _tiny(**{"train.max_steps": 2, "data.n_eval": 12})
+    fresh = tmp_path / "fresh"
+    run_training(longer, 0, fresh)
+    ext = tmp_path / "ext"
+    run_training(_tiny(**{"train.max_steps": 1}), 0, ext)
+    run_training(longer, 0, ext)
+    assert (ext / "final_eval-step1.json").is_file()
+    assert json.loads((ext / "final_eval-step1.json").read_text())["protocol"]["n_puzzles"] == 8
+    final = json.loads((ext / "final_eval.json").read_text())
+    assert final["protocol"]["n_puzzles"] == 12 and len(final["correct"]) == 12
+    history = json.loads((ext / "manifest.json").read_text())["history"]
+    assert history[0]["extended"]["from_max_steps"] == 1 and history[0]["extended"]["to_max_steps"] == 2
+    assert set(history[0]["extended"]["changed"]) == {"train.max_steps", "data.n_eval"}
+    pd.testing.assert_frame_equal(pd.read_csv(ext / "heldout.csv").drop(columns="wall_s"),
+                                  pd.read_csv(fresh / "heldout.csv").drop(columns="wall_s"))
+    keep = ["step", "loss", "reward", "reward_std", "entropy", "completion_length"]
+    a, b = (pd.read_csv(d / "metrics.csv") for d in (ext, fresh))
+    keep = [c for c in keep if c in a.columns]
+    pd.testing.assert_frame_equal(a[keep], b[keep], rtol=1e-5)
+    assert final["correct"] == json.loads((fresh / "final_eval.json").read_text())["correct"]
+
+
+def test_base_eval_made_under_another_protocol_is_kept_and_redone(tmp_path, capsys):
+    cfg = _tiny()
+    first = _base_eval(cfg, tmp_path)
+    assert first["protocol"]["n_puzzles"] == 8 and first["model_path"]
+    assert _base_eval(cfg, tmp_path) == first  # same settings: reused
+    again = _base_eval(apply_overrides(cfg, {"data.n_eval": 12}), tmp_path)
+    assert again["protocol"]["n_puzzles"] == 12 and again["correct"][:8] == first["correct"]
+    kept = list(tmp_path.glob("base_eval-*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text()) == first
+    assert "n_puzzles" in capsys.readouterr().out
 
 
 def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
