@@ -69,17 +69,33 @@ def training_curves(
 def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     """Long table (run, seed, ``by``, step) of held-out accuracy, training accuracy, length and entropy.
 
-    Held-out accuracy starts at step 0 with the base model's full-set accuracy, then the periodic subset
-    evaluations, then the final full-set evaluation. Per-step training metrics are smoothed within each run
-    with a centred window of ``smooth_window`` steps.
+    Held-out accuracy is measured on one set of puzzles at every step: the periodic evaluations use the
+    first ``train.eval_subset`` held-out puzzles, so the base model (step 0) and the final full-set evaluation
+    are restricted to those same puzzles here (their per-puzzle results are stored); the full-set numbers are
+    what :func:`dgro_lib.evaluate.paired_improvement_table` tests. ``curves.attrs["heldout_puzzles"]`` is that
+    count. Per-step training metrics are smoothed within each run with a centred window of ``smooth_window``
+    steps.
     """
     keys = ["run", "seed", by, "step"]
     m = result.metrics.rename(columns={"kk_outcome/correct": "train_accuracy",
                                        "completions/mean_length": "response_length"})
     m = smooth(m, ["train_accuracy", "response_length", "entropy"], smooth_window, by=["run"])
     h = result.heldout
-    start = m.drop_duplicates("run")[["run", "seed", by]].assign(step=0, accuracy=result.base["summary"]["accuracy"])
+    base_correct = result.base["correct"]
+    n = int(h["subset"].min()) if not h.empty and "subset" in h else len(base_correct)
+    start = m.drop_duplicates("run")[["run", "seed", by]].assign(step=0, accuracy=_mean(base_correct[:n]))
+    if not h.empty:
+        h = h.copy()
+        finals = {} if result.finals.empty else dict(zip(result.finals["run"], result.finals["correct"]))
+        wide = h["subset"] > n  # a final full-set row: the same puzzles as the others, from its stored answers
+        h.loc[wide, "accuracy"] = [_mean(finals[r][:n]) for r in h.loc[wide, "run"]]
     heldout = pd.concat([start, h[keys + ["accuracy"]]], ignore_index=True) if not h.empty else start
-    return heldout[keys + ["accuracy"]].merge(
+    curves = heldout[keys + ["accuracy"]].merge(
         m[keys + ["train_accuracy", "response_length", "entropy"]], on=keys, how="outer"
     ).sort_values(keys, ignore_index=True)
+    curves.attrs["heldout_puzzles"] = n
+    return curves
+
+
+def _mean(flags) -> float:
+    return float(sum(map(bool, flags)) / len(flags)) if len(flags) else float("nan")

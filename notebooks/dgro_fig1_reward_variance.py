@@ -76,9 +76,10 @@ curves = learning_curves(result, by="reward.scheme", smooth_window=max(1, t.max_
 order = [s for s in ["[-1,1]", "[-3,3]", "[-5,5]"] if s in set(curves["reward.scheme"])]
 fig = training_curves(
     curves,
-    {"accuracy": "held-out greedy accuracy", "train_accuracy": "training accuracy (sampled)",
+    {"accuracy": f"held-out greedy accuracy (first {curves.attrs['heldout_puzzles']} puzzles)",
+     "train_accuracy": "training accuracy (sampled)",
      "response_length": "response length (tokens)", "entropy": "entropy (nats/token)"},
-    hue="reward.scheme", hue_order=order, baseline={"accuracy": base["accuracy"]},
+    hue="reward.scheme", hue_order=order, baseline={"accuracy": curves.query("step == 0")["accuracy"].iloc[0]},
     title=f"DGRO Fig. 1 on the embedded miniature ({profile} profile, mean ± 1 s.d. over {len(cfg.seeds)} seeds)",
 )
 save_figure(fig, curves, out / "fig1_reward_variance")
