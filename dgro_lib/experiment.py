@@ -523,15 +523,19 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     if failures:
         names = ", ".join(n for n, _ in failures)
         raise RuntimeError(f"{len(failures)} run(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
-    return collect_results(out_dir, base=base)
+    return collect_results(out_dir, base=base, runs=[job[2].name for job in jobs])
 
 
-def collect_results(out_dir: str | Path, *, base: dict | None = None) -> ExperimentResult:
-    """Read every run's CSV/JSON under ``out_dir/runs`` into three DataFrames."""
+def collect_results(out_dir: str | Path, *, base: dict | None = None,
+                    runs: list[str] | None = None) -> ExperimentResult:
+    """Read the runs' CSV/JSON under ``out_dir/runs`` into three DataFrames: the runs named in ``runs`` (what
+    :func:`run_experiment` passes: the current sweep, so a folder left by an earlier sweep is not plotted), or
+    every run folder when None."""
     out_dir = Path(out_dir)
     base = base if base is not None else json.loads((out_dir / "base_eval.json").read_text())
     metrics, heldout, finals = [], [], []
-    for run in sorted((out_dir / "runs").glob("*")):
+    folders = sorted((out_dir / "runs").glob("*")) if runs is None else [out_dir / "runs" / r for r in sorted(runs)]
+    for run in folders:
         manifest = json.loads((run / "manifest.json").read_text())
         tags = {"run": run.name, "seed": manifest["seed"], **manifest.get("sweep_point", {})}
         if (run / "metrics.csv").exists():

@@ -175,3 +175,17 @@ def test_math_task_is_refused_by_the_runner_with_the_field_named(tmp_path):
     with pytest.raises(ValueError, match="data.task"):
         run_training(cfg, 0, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_collect_results_reads_only_the_runs_of_the_current_sweep(tmp_path):
+    from dgro_lib.experiment import collect_results
+
+    for name, seed in (("scheme_m1_1-seed0", 0), ("scheme_m2_2-seed0", 0)):  # the second: left by an older sweep
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps({"seed": seed, "sweep_point": {"reward.scheme": name[7:11]}}))
+        (run / "final_eval.json").write_text(json.dumps({"summary": {"accuracy": 0.5}, "correct": [True, False]}))
+    base = {"summary": {"accuracy": 0.5}, "correct": [False, True]}
+    assert collect_results(tmp_path, base=base, runs=["scheme_m1_1-seed0"]).finals["run"].tolist() == [
+        "scheme_m1_1-seed0"]
+    assert len(collect_results(tmp_path, base=base).finals) == 2
