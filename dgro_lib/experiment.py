@@ -227,7 +227,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and v and k not in ("kwargs", "peft"):
+        if isinstance(v, dict) and k not in ("kwargs", "peft"):  # free-form mappings compare whole
             out.update(_flatten(v, key + "."))
         else:
             out[key] = v
@@ -236,10 +236,22 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 def config_diff(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
     """Dotted key -> (old, new) for every run-relevant field where two ``config_to_dict`` forms differ (JSON
-    round-trip applied to both, so tuples and lists compare equal)."""
+    round-trip applied to both, so tuples and lists compare equal). A field that only one side has (a manifest
+    written before the field existed) counts as different only when the other side's value is not the field's
+    default, so adding a config field does not orphan the runs already made."""
     old, new = (json.loads(json.dumps({k: v for k, v in d.items() if k not in _NOT_RUN_FIELDS})) for d in (old, new))
     a, b = _flatten(old), _flatten(new)
-    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    default = _flatten(json.loads(json.dumps(config_to_dict(ExperimentConfig(name="")))))
+    missing = object()
+    diff = {}
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k, missing), b.get(k, missing)
+        if x is missing or y is missing:
+            if (y if x is missing else x) == default.get(k, missing):
+                continue
+        if x != y:
+            diff[k] = (None if x is missing else x, None if y is missing else y)
+    return diff
 
 
 def _prior_run(cfg: ExperimentConfig, seed: int, run_dir: Path) -> dict | None:
@@ -305,8 +317,9 @@ def _start_extension(cfg: ExperimentConfig, run_dir: Path, extension: dict) -> N
             from .models import load_model
 
             model, tokenizer = load_model(str(run_dir / "trainer" / f"checkpoint-{step}"))
-            ev = _evaluate(model, tokenizer, load_eval_records(cfg)[: t.eval_subset], cfg)
-            rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": t.eval_subset, **_summary(ev)}])])
+            subset = load_eval_records(cfg)[: t.eval_subset]
+            ev = _evaluate(model, tokenizer, subset, cfg)
+            rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": len(subset), **_summary(ev)}])])
         rows.sort_values("step").to_csv(heldout_csv, index=False)
     os.replace(final_path, run_dir / f"final_eval-step{step}.json")
 

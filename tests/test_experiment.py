@@ -64,6 +64,10 @@ def test_a_run_made_with_other_params_is_refused_with_the_fields_named(tmp_path)
                        {"description": "b", "seeds": [0, 1], "workers": 2, "train": {"max_steps": 1}}) == {}
     assert config_diff({"loss": {"kwargs": {"beta2": 0.1}}}, {"loss": {"kwargs": {"beta2": 0.0}}}) == {
         "loss.kwargs": ({"beta2": 0.1}, {"beta2": 0.0})}
+    # a field the old manifest does not have yet: equal when the new value is its default
+    assert config_diff({"train": {}}, {"train": {"lr_scheduler_type": "constant"}}) == {}
+    assert config_diff({"train": {}}, {"train": {"lr_scheduler_type": "linear"}}) == {
+        "train.lr_scheduler_type": (None, "linear")}
 
 
 def test_extending_a_finished_run_equals_training_the_longer_run(tmp_path):
