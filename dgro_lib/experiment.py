@@ -6,11 +6,15 @@ notebooks call :func:`run_experiment` and plot what it returns. Layout of ``out_
     out_dir/
       base_eval.json               held-out evaluation of the base model (shared by all runs)
       runs/<run_id>/
-        manifest.json              git commit, package versions, seed, the concrete config
+        manifest.json              git commit, package versions, seed, the concrete config (+ ``history`` of
+                                   extensions, see prepare_run)
         metrics.csv                one row per optimizer step (TRL's logs + ours)
         heldout.csv                periodic greedy held-out accuracy (step, accuracy, length)
         final_eval.json            full held-out evaluation after training, per-puzzle correctness included
+        final_eval-step<N>.json    the final evaluation of a run later extended beyond step N
         trainer/checkpoint-*       TRL checkpoints (a killed run resumes from the last one)
+
+A folder is reused or resumed only for the params it was made with (:func:`prepare_run`).
 """
 
 from __future__ import annotations
