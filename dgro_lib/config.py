@@ -153,6 +153,12 @@ class TrainConfig:
     micro_batch_size: int | None = None
     """Rows per forward/backward pass on one process (gradient accumulation fills an optimizer step); None = a
     whole optimizer step's rows at once."""
+    forward_chunk_rows: int | None = None
+    """Rows per forward pass of the loss inside one micro-batch, sorted by completion length and trimmed of their
+    padding; the loss still sees the whole micro-batch (same normalization, one backward), so only the speed and
+    the floating-point rounding change (DGROTrainer). None = one padded forward. Measured on the cpu recipe
+    (64 rows of ~100-448 tokens, one core): 8 rows per chunk make the forward/backward ~2.8x faster
+    (bench/forward_chunks.py)."""
     top_p: float = 1.0
     """Nucleus sampling of the rollouts."""
     max_prompt_length: int | None = None
@@ -346,6 +352,8 @@ def _validate(cfg: ExperimentConfig) -> None:
             rows // (t.num_processes * t.updates_per_rollout)) % t.micro_batch_size):
         raise ConfigError(f"train.micro_batch_size: {t.micro_batch_size} must divide the rows of one optimizer "
                           f"step on one process, {rows // (t.num_processes * t.updates_per_rollout)}")
+    if t.forward_chunk_rows is not None and t.forward_chunk_rows < 1:
+        raise ConfigError(f"train.forward_chunk_rows: must be >= 1 or null, got {t.forward_chunk_rows}")
     if not 0 < t.top_p <= 1:
         raise ConfigError(f"train.top_p: must be in (0, 1], got {t.top_p}")
     if cfg.data.task not in ("kk", "math"):

@@ -223,6 +223,8 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path):
 
 # Config fields that do not change what a run computes (they describe the experiment around it).
 _NOT_RUN_FIELDS = ("description", "seeds", "workers", "sweep", "extra")
+# Fields that change only how fast a run computes (and the floating-point rounding), not what it computes.
+_SPEED_FIELDS = ("train.forward_chunk_rows",)
 # The only differences with which an existing run is continued instead of refused (see _prior_run).
 _EXTENDABLE_FIELDS = ("train.max_steps", "data.n_eval")
 
@@ -244,7 +246,7 @@ def config_diff(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
     written before the field existed) counts as different only when the other side's value is not the field's
     default, so adding a config field does not orphan the runs already made."""
     old, new = (json.loads(json.dumps({k: v for k, v in d.items() if k not in _NOT_RUN_FIELDS})) for d in (old, new))
-    a, b = _flatten(old), _flatten(new)
+    a, b = ({k: v for k, v in _flatten(d).items() if k not in _SPEED_FIELDS} for d in (old, new))
     default = _flatten(json.loads(json.dumps(config_to_dict(ExperimentConfig(name="")))))
     missing = object()
     diff = {}
@@ -448,6 +450,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         value=cfg.loss.value,
         scale=cfg.loss.scale,
         value_lr=cfg.loss.value_lr,
+        forward_chunk_rows=t.forward_chunk_rows,
     )
     resume = _latest_checkpoint(run_dir / "trainer")
     # rows logged after the checkpoint we resume from (all of them, killed before the first one) are redone

@@ -66,6 +66,10 @@ class DGROTrainer(GRPOTrainer):
             (peak extra memory ~ 3 x chunk x vocab x 4 bytes).
         value_lr: learning rate of the value head (losses that require ``values``, e.g. DRO); None = the
             policy's learning rate.
+        forward_chunk_rows: rows per forward pass of the loss: the micro-batch's rows are sorted by completion
+            length and cut into chunks of this many, each trimmed of its trailing padding, and the outputs are
+            padded back, so the loss still sees the whole micro-batch (same normalization, one backward).
+            Causal attention makes it exact up to floating-point rounding. None = TRL's one padded forward.
         *args, **kwargs: passed to :class:`trl.GRPOTrainer`.
     """
 
@@ -78,8 +82,12 @@ class DGROTrainer(GRPOTrainer):
         scale: str | None = None,
         logprob_chunk_size: int = 256,
         value_lr: float | None = None,
+        forward_chunk_rows: int | None = None,
         **kwargs: Any,
     ):
+        if forward_chunk_rows is not None and int(forward_chunk_rows) < 1:
+            raise ValueError(f"forward_chunk_rows must be >= 1 or None, got {forward_chunk_rows!r}")
+        self.forward_chunk_rows = None if forward_chunk_rows is None else int(forward_chunk_rows)
         self.loss_name = loss_name
         self.loss_fn = get_loss(loss_name)
         self.loss_extras = tuple(loss_requires(loss_name))
@@ -308,25 +316,17 @@ class DGROTrainer(GRPOTrainer):
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
         mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
-        temp_logps = values = None
+        temp_logps = None
         if "old_temp_logps" in inputs:  # scored at generation time: pi_old^T even after the policy moved
             temp_logps = {t: inputs["old_temp_logps"][..., k] for k, t in enumerate(self.loss_temperatures)}
-        need_hidden = (self.loss_temperatures and temp_logps is None) or "values" in self.loss_extras
-        if need_hidden:
-            with HiddenStateCapture(model) as cap:
-                logps, entropies, _ = self._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True
-                )
-            if self.loss_temperatures and temp_logps is None:  # on-policy: this forward pass is pi_old
-                temp_logps = self._temperature_logps(cap, completion_ids)
-            if "values" in self.loss_extras:
-                # prompts are left-padded: column P-1 is every row's last prompt token
-                head = getattr(self.accelerator.unwrap_model(model), self.VALUE_HEAD)
-                values = head(cap.hidden[:, prompt_ids.size(1) - 1].detach().float()).squeeze(-1)
-        else:
-            logps, entropies, _ = self._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True
-            )
+        # on-policy: this forward pass is pi_old, so it also gives log pi_old^T
+        want_temps = bool(self.loss_temperatures) and temp_logps is None
+        logps, entropies, fwd_temps, values = self._policy_forward(
+            model, input_ids, attention_mask, completion_ids, completion_mask, prompt_ids.size(1),
+            want_temps=want_temps, want_values="values" in self.loss_extras,
+        )
+        if want_temps:
+            temp_logps = fwd_temps
         old_logps = inputs.get("old_per_token_logps")
         if old_logps is None:  # one optimizer step per rollout batch: pi_old is the current policy
             old_logps = logps.detach()
@@ -366,6 +366,66 @@ class DGROTrainer(GRPOTrainer):
         if mode == "train":
             loss = loss / self.current_gradient_accumulation_steps
         return loss
+
+    def _policy_forward(self, model, input_ids, attention_mask, completion_ids, completion_mask, prompt_len: int,
+                        *, want_temps: bool, want_values: bool):
+        """The loss's forward pass, in length-sorted chunks of ``forward_chunk_rows`` rows (see ``__init__``).
+
+        input_ids, attention_mask: (B, P + C); completion_ids, completion_mask: (B, C).
+        Returns logps (B, C), entropies (B, C), {T: (B, C)} log pi^T or None, values (B,) or None; positions a
+        chunk trimmed are 0 (their mask is 0). Why chunks: one padded forward of 64 rows whose completions run
+        100-448 tokens cost 2.8x the chunked one on CPU (bench/forward_chunks.py), from padding and from
+        attention and activations that no longer fit in cache.
+        """
+        B, C = completion_ids.shape
+        rows = self.forward_chunk_rows
+        if rows is None or rows >= B:
+            return self._forward_rows(model, input_ids, attention_mask, completion_ids, prompt_len,
+                                      want_temps=want_temps, want_values=want_values)
+        # a row's length is up to its last attended completion token; later columns are padding
+        col = torch.arange(1, C + 1, device=completion_mask.device)
+        lengths = (completion_mask.to(torch.long) * col).amax(dim=1)
+        order = torch.argsort(lengths, stable=True)
+        parts = []
+        for s in range(0, B, rows):
+            idx = order[s:s + rows]
+            w = max(int(lengths[idx].max()), 1)
+            out = self._forward_rows(model, input_ids[idx, :prompt_len + w], attention_mask[idx, :prompt_len + w],
+                                     completion_ids[idx, :w], prompt_len, want_temps=want_temps,
+                                     want_values=want_values)
+            parts.append(out)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(B, device=order.device)
+
+        def stitch(tensors):
+            return torch.cat([torch.nn.functional.pad(x, (0, C - x.size(1))) for x in tensors])[inverse]
+
+        logps = stitch([p[0] for p in parts])
+        entropies = stitch([p[1] for p in parts])
+        temps = {t: stitch([p[2][t] for p in parts]) for t in self.loss_temperatures} if want_temps else None
+        values = torch.cat([p[3] for p in parts])[inverse] if want_values else None
+        return logps, entropies, temps, values
+
+    def _forward_rows(self, model, input_ids, attention_mask, completion_ids, prompt_len: int, *, want_temps: bool,
+                      want_values: bool):
+        """One forward pass over these rows: TRL's log-probs and entropies, plus what the hidden state gives."""
+        C = completion_ids.size(1)
+        if not (want_temps or want_values):
+            logps, entropies, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, C, compute_entropy=True
+            )
+            return logps, entropies, None, None
+        with HiddenStateCapture(model) as cap:
+            logps, entropies, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, C, compute_entropy=True
+            )
+        temps = self._temperature_logps(cap, completion_ids) if want_temps else None
+        values = None
+        if want_values:
+            # prompts are left-padded: column P-1 is every row's last prompt token
+            head = getattr(self.accelerator.unwrap_model(model), self.VALUE_HEAD)
+            values = head(cap.hidden[:, prompt_len - 1].detach().float()).squeeze(-1)
+        return logps, entropies, temps, values
 
     def _temperature_logps(self, cap: HiddenStateCapture, completion_ids: torch.Tensor) -> dict[float, torch.Tensor]:
         """{T: (B, C) log pi^T(y_t)} from the captured hidden states (C completion tokens), chunked, detached."""

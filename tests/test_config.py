@@ -55,6 +55,8 @@ def test_missing_required_and_bad_values(tmp_path):
         load_config(write(tmp_path, {"name": "x", "train": {"temperature": 0.0}}))
     with pytest.raises(ConfigError, match="loss.value"):
         load_config(write(tmp_path, {"name": "x", "loss": {"value": "median"}}))
+    with pytest.raises(ConfigError, match="train.forward_chunk_rows"):
+        load_config(write(tmp_path, {"name": "x", "train": {"forward_chunk_rows": 0}}))
     with pytest.raises(ConfigError, match="reward.coefficients"):
         load_config(write(tmp_path, {"name": "x", "reward": {"scheme": "custom"}}))
     with pytest.raises(ConfigError, match="not found"):

@@ -62,6 +62,8 @@ def test_a_run_made_with_other_params_is_refused_with_the_fields_named(tmp_path)
     # what does not change a run's computation is not compared
     assert config_diff({"description": "a", "seeds": [0], "workers": 1, "train": {"max_steps": 1}},
                        {"description": "b", "seeds": [0, 1], "workers": 2, "train": {"max_steps": 1}}) == {}
+    # nor a speed knob (a run started without forward chunks resumes with them)
+    assert config_diff({"train": {"max_steps": 1}}, {"train": {"max_steps": 1, "forward_chunk_rows": 8}}) == {}
     assert config_diff({"loss": {"kwargs": {"beta2": 0.1}}}, {"loss": {"kwargs": {"beta2": 0.0}}}) == {
         "loss.kwargs": ({"beta2": 0.1}, {"beta2": 0.0})}
     # a field the old manifest does not have yet: equal when the new value is its default

@@ -318,3 +318,50 @@ def test_reference_rollouts_need_a_reference_model(tmp_path, tokenizer):
     trainer = make_trainer(tmp_path, tokenizer, rollout_policy="reference", steps=1)
     with pytest.raises(ValueError, match="beta != 0"):
         trainer.train()
+
+
+@pytest.mark.parametrize("loss_name,loss_kwargs,extra", [
+    ("dgro", {"beta1": 1.0, "beta2": 0.0, "aggregation": "token-mean"}, {}),
+    ("dgro", {"beta1": 1.0, "beta2": 0.1}, {}),
+    ("dcpo", {"t_high": 1.3, "t_low": 0.7}, {}),
+    ("dro", {"beta": 0.1}, {"grpo_kwargs": {"beta": 0.04}, "rollout_policy": "reference"}),
+], ids=["dgro-token-mean", "dgro-sequence", "dcpo-temp-logps", "dro-values"])
+def test_length_sorted_forward_chunks_equal_one_padded_forward(tmp_path, tokenizer, loss_name, loss_kwargs, extra):
+    """forward_chunk_rows only changes how the loss's forward pass is cut: the loss, every logged metric and every
+    gradient equal those of TRL's single padded pass, on a batch whose rows end at different lengths (one empty)."""
+    trainer = make_trainer(tmp_path, tokenizer, loss_name=loss_name, loss_kwargs=loss_kwargs, reward=length_reward,
+                           **extra)
+    head = getattr(trainer.model, DGROTrainer.VALUE_HEAD, None)
+    if head is not None:  # zero-initialised: give it weights, so a row mix-up in the values would show
+        with torch.no_grad():
+            head.weight.copy_(torch.randn(head.weight.shape, generator=torch.Generator().manual_seed(1)))
+    trainer.model.train()
+    batch = trainer._generate_and_score_completions(_rows(trainer, 2, 4))
+    B, C = batch["completion_ids"].shape
+    lengths = torch.tensor([C, 0, 3, C - 1, 1, 5, C, 2])[:B]  # as if EOS had come at these positions
+    keep = torch.arange(C)[None, :] < lengths[:, None]
+    batch["completion_mask"] = batch["completion_mask"] * keep
+    batch["completion_ids"] = batch["completion_ids"].masked_fill(~keep, tokenizer.pad_token_id)
+    trainer.current_gradient_accumulation_steps = 1
+    results = []
+    for rows in (None, 3):
+        trainer.forward_chunk_rows = rows
+        trainer._metrics["train"].clear()
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+        results.append((loss.detach(), {k: list(v) for k, v in trainer._metrics["train"].items()}, grads))
+    (loss_a, met_a, grad_a), (loss_b, met_b, grad_b) = results
+    torch.testing.assert_close(loss_b, loss_a, rtol=1e-5, atol=1e-6)
+    assert met_a.keys() == met_b.keys()
+    for key in met_a:
+        assert met_b[key] == pytest.approx(met_a[key], rel=1e-4, abs=1e-6), key
+    assert grad_a.keys() == grad_b.keys() and grad_a
+    for name in grad_a:
+        torch.testing.assert_close(grad_b[name], grad_a[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_forward_chunk_rows_must_be_positive(tmp_path, tokenizer):
+    with pytest.raises(ValueError, match="forward_chunk_rows"):
+        make_trainer(tmp_path, tokenizer, forward_chunk_rows=0)
