@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from .config import ExperimentConfig, config_to_dict, expand_sweep
-from .manifest import write_manifest
+from .manifest import write_json, write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -342,9 +342,7 @@ def prepare_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> bool:
         manifest = json.loads(manifest_path.read_text())
         manifest["config"] = config_to_dict(cfg)
         manifest["history"] = manifest.get("history", []) + [extension]
-        tmp = manifest_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(manifest, indent=1, default=str))
-        os.replace(tmp, manifest_path)
+        write_json(manifest_path, manifest)
     return (run_dir / "final_eval.json").exists()
 
 
@@ -467,10 +465,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     summary = {**_summary(final), "train_seconds": train_seconds, "seed": seed, **(point or {})}
     heldout_rows.append({"step": t.max_steps, "subset": len(eval_records), **_summary(final)})
     pd.DataFrame(heldout_rows).to_csv(heldout_csv, index=False)
-    tmp = final_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"summary": summary, "correct": list(map(bool, final["correct"])),
-                               "protocol": _protocol(cfg, len(final["correct"]))}, indent=1))
-    os.replace(tmp, final_path)
+    write_json(final_path, {"summary": summary, "correct": list(map(bool, final["correct"])),
+                            "protocol": _protocol(cfg, len(final["correct"]))})
     return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)
 
 
@@ -501,8 +497,7 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     ev = _evaluate(model, tokenizer, records, cfg)
     base = {"summary": _summary(ev), "correct": list(map(bool, ev["correct"])), "protocol": protocol,
             "model_path": model_path}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(base, indent=1))
+    write_json(path, base)
     return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
 
 

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["environment_info", "git_info", "write_manifest"]
+__all__ = ["environment_info", "git_info", "write_json", "write_manifest"]
 
 _PACKAGES = ("dgro_lib", "torch", "transformers", "trl", "accelerate", "datasets", "peft", "tokenizers",
              "papermill", "pandas", "seaborn", "vllm", "math-verify")
@@ -60,9 +60,15 @@ def write_manifest(path: str | Path, *, config: dict, seed: int | None, extra: d
         "config": config,
         **(extra or {}),
     }
+    write_json(path, manifest)
+    return manifest
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as JSON through a temporary file and a rename, so a killed process never leaves half a file
+    that a resumed run would take for a result."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, default=str))
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
     os.replace(tmp, path)
-    return manifest
