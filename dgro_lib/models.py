@@ -728,9 +728,61 @@ def sample(model, tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]], *
     return out
 
 
+def _growing_kv_layer_class():
+    """A ``DynamicLayer`` whose keys/values live in a buffer with spare capacity (doubled when full), so a decode
+    step writes one column instead of concatenating the whole cache (``torch.cat`` copies B x L x d per layer and
+    step: O(L^2) per completion). Measured on the cpu base (B = 64, 400 cached tokens): 25 vs 39 ms per decode
+    step (bench/sampler_cache.py). Same numbers: attention reads a view of the first L columns."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingKVLayer(DynamicLayer):
+        def lazy_initialization(self, key_states, value_states) -> None:
+            super().lazy_initialization(key_states, value_states)
+            self._buf_k = self._buf_v = None
+            self._len = 0
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            new_len = self._len + key_states.shape[-2]
+            if self._buf_k is None or new_len > self._buf_k.shape[-2]:
+                cap = max(new_len, 2 * (self._buf_k.shape[-2] if self._buf_k is not None else 32))
+                buf_k = key_states.new_empty((*key_states.shape[:2], cap, key_states.shape[-1]))
+                buf_v = value_states.new_empty((*value_states.shape[:2], cap, value_states.shape[-1]))
+                if self._len:
+                    buf_k[:, :, :self._len] = self._buf_k[:, :, :self._len]
+                    buf_v[:, :, :self._len] = self._buf_v[:, :, :self._len]
+                self._buf_k, self._buf_v = buf_k, buf_v
+            self._buf_k[:, :, self._len:new_len] = key_states
+            self._buf_v[:, :, self._len:new_len] = value_states
+            self._len = new_len
+            self.keys, self.values = self._buf_k[:, :, :new_len], self._buf_v[:, :, :new_len]
+            return self.keys, self.values
+
+        def batch_select_indices(self, indices) -> None:
+            if self.is_initialized and self._len:
+                self._buf_k, self._buf_v = self._buf_k[indices], self._buf_v[indices]
+                self.keys, self.values = self._buf_k[:, :, :self._len], self._buf_v[:, :, :self._len]
+
+        def crop(self, tokens_to_remove: int) -> None:  # generate's API; the sampler never crops
+            raise NotImplementedError("GrowingKVLayer is the sampler's private cache; it does not crop")
+
+    return DynamicLayer, GrowingKVLayer
+
+
+def _sampler_cache(config):
+    """A ``DynamicCache`` for ``config`` whose full-attention layers grow in place (sliding-window layers, e.g. of
+    some Qwen2 configs, keep their own class)."""
+    from transformers import DynamicCache
+
+    dynamic, growing = _growing_kv_layer_class()
+    cache = DynamicCache(config=config)
+    cache.layers = [growing() if type(layer) is dynamic else layer for layer in cache.layers]
+    return cache
+
+
 def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: list[list[int]], *,
                   temperature, max_new_tokens, greedy, gen, eos, pad, device) -> None:
-    from transformers import DynamicCache
 
     if max_new_tokens <= 0 or not prompt_ids:
         return
@@ -747,7 +799,7 @@ def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: 
             mask[i, width - len(p):] = 1
     # (U, P): positions of real tokens 0..len-1; pads get 1 (their value is irrelevant, masked).
     pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
-    cache = DynamicCache(config=model.config)
+    cache = _sampler_cache(model.config)
     logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
                    past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1, :]
     sel = torch.tensor(row_to_uniq, dtype=torch.long)

@@ -206,6 +206,32 @@ def test_sampler_drops_finished_rows_correctly(tiny_model, tok, prompts):
     assert rep == [row for row in batched[:3] for _ in range(3)]
 
 
+def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, prompts, monkeypatch):
+    """The sampler's in-place cache (spare capacity, doubled when full, rows dropped as they finish) gives the
+    tokens transformers' DynamicCache gives, greedy and seeded, across several capacity doublings."""
+    from transformers import DynamicCache
+
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+    prompt_len = max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+
+    def runs():
+        return (M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=60, eos_token_id=eos),
+                M.sample(tiny_model, tok, prompts[:3], n=4, seed=3, temperature=1.0, max_new_tokens=60,
+                         eos_token_id=eos),
+                # no stop token: prompt_len + 3 * prompt_len columns outgrow the first buffer twice
+                M.sample(tiny_model, tok, prompts[:2], n=2, seed=4, temperature=1.0,
+                         max_new_tokens=3 * prompt_len, eos_token_id=[]))
+
+    ours = runs()
+    cache = M._sampler_cache(tiny_model.config)
+    assert {type(layer).__name__ for layer in cache.layers} == {"GrowingKVLayer"}
+    monkeypatch.setattr(M, "_sampler_cache", lambda config: DynamicCache(config=config))
+    ref = runs()
+    assert ours == ref
+    assert len({len(r) for r in ref[0] + ref[1]}) >= 3  # rows finished at different steps (dropped from the cache)
+    assert all(len(r) == 3 * prompt_len for r in ref[2])
+
+
 def test_sampling_seeded_and_grouped(tiny_model, tok, prompts):
     a = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
     b = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
