@@ -17,14 +17,15 @@ import statistics
 import tempfile
 import time
 
-import torch
 from datasets import Dataset
 from trl import GRPOConfig
 
 from dgro_lib.data import kk
-from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model, load_model, sample
+from dgro_lib.models import sample
 from dgro_lib.rewards import kk_reward_func
 from dgro_lib.trainer import DGROTrainer, make_rollout_func
+
+from _common import bench_model  # noqa: E402  (bench/ is on sys.path when a script here runs)
 
 
 def main() -> None:
@@ -37,13 +38,7 @@ def main() -> None:
     p.add_argument("--max-len", type=int, default=448)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    if a.model:
-        model, tokenizer = load_model(a.model)
-    else:
-        tokenizer = build_embedded_tokenizer()
-        model = build_tiny_model(EMBEDDED_PRESETS["cpu"], tokenizer=tokenizer)
+    model, tokenizer = bench_model(a.model, threads=a.threads)
     records = kk.generate(3, a.prompts, seed=11)
     ds = Dataset.from_dict({"prompt": [kk.format_prompt(r) for r in records],
                             "names": [list(r["names"]) for r in records],

@@ -21,6 +21,8 @@ from transformers import DynamicCache
 from dgro_lib import models as M
 from dgro_lib.data import kk
 
+from _common import bench_model  # noqa: E402  (bench/ is on sys.path when a script here runs)
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -29,13 +31,7 @@ def main() -> None:
     p.add_argument("--max-len", type=int, default=448)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    if a.model:
-        model, tok = M.load_model(a.model)
-    else:
-        tok = M.build_embedded_tokenizer()
-        model = M.build_tiny_model(M.EMBEDDED_PRESETS["cpu"], tokenizer=tok)
+    model, tok = bench_model(a.model, threads=a.threads)
     prompts = [kk.format_prompt(r) for r in kk.generate(3, 4, seed=11)]
     caches = {"growing (ours)": M._sampler_cache, "DynamicCache": lambda config: DynamicCache(config=config)}
     times: dict = {k: [] for k in caches}
