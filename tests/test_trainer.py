@@ -320,17 +320,20 @@ def test_reference_rollouts_need_a_reference_model(tmp_path, tokenizer):
         trainer.train()
 
 
-@pytest.mark.parametrize("loss_name,loss_kwargs,extra", [
-    ("dgro", {"beta1": 1.0, "beta2": 0.0, "aggregation": "token-mean"}, {}),
-    ("dgro", {"beta1": 1.0, "beta2": 0.1}, {}),
-    ("dcpo", {"t_high": 1.3, "t_low": 0.7}, {}),
-    ("dro", {"beta": 0.1}, {"grpo_kwargs": {"beta": 0.04}, "rollout_policy": "reference"}),
-], ids=["dgro-token-mean", "dgro-sequence", "dcpo-temp-logps", "dro-values"])
-def test_length_sorted_forward_chunks_equal_one_padded_forward(tmp_path, tokenizer, loss_name, loss_kwargs, extra):
-    """forward_chunk_rows only changes how the loss's forward pass is cut: the loss, every logged metric and every
-    gradient equal those of TRL's single padded pass, on a batch whose rows end at different lengths (one empty)."""
-    trainer = make_trainer(tmp_path, tokenizer, loss_name=loss_name, loss_kwargs=loss_kwargs, reward=length_reward,
-                           **extra)
+CHUNKED = [n for n in L.list_losses() if L.trl_loss_type(n) is None]  # TRL's own losses run TRL's forward
+
+
+@pytest.mark.parametrize("loss_name", CHUNKED + ["dgro-sequence"])
+def test_length_sorted_forward_chunks_equal_one_padded_forward(tmp_path, tokenizer, loss_name):
+    """forward_chunk_rows only changes how the loss's forward pass is cut: for every registered loss the loss, every
+    logged metric and every gradient equal those of TRL's single padded pass, on a batch whose rows end at
+    different lengths (one empty). Covers DCPO's temperature log-probs and DRO's value head too."""
+    if loss_name == "dgro-sequence":
+        loss_name, (loss_kwargs, grpo_kwargs) = "dgro", ({"beta1": 1.0, "beta2": 0.1, "ratio_level": "sequence"}, {})
+    else:
+        loss_kwargs, grpo_kwargs = SMOKE.get(loss_name, ({}, {}))
+    trainer = make_trainer(tmp_path, tokenizer, loss_name=loss_name, loss_kwargs=loss_kwargs, grpo_kwargs=grpo_kwargs,
+                           reward=length_reward, scale="group_std" if loss_name in GRPO_SCALED else None)
     head = getattr(trainer.model, DGROTrainer.VALUE_HEAD, None)
     if head is not None:  # zero-initialised: give it weights, so a row mix-up in the values would show
         with torch.no_grad():
@@ -338,7 +341,7 @@ def test_length_sorted_forward_chunks_equal_one_padded_forward(tmp_path, tokeniz
     trainer.model.train()
     batch = trainer._generate_and_score_completions(_rows(trainer, 2, 4))
     B, C = batch["completion_ids"].shape
-    lengths = torch.tensor([C, 0, 3, C - 1, 1, 5, C, 2])[:B]  # as if EOS had come at these positions
+    lengths = torch.tensor([C, 0, 3, C - 1, 1, 5, C, 2] * (B // 8 + 1))[:B]  # as if EOS had come at these positions
     keep = torch.arange(C)[None, :] < lengths[:, None]
     batch["completion_mask"] = batch["completion_mask"] * keep
     batch["completion_ids"] = batch["completion_ids"].masked_fill(~keep, tokenizer.pad_token_id)
