@@ -755,19 +755,36 @@ def _growing_kv_layer_class():
                 self._buf_k, self._buf_v = buf_k, buf_v
             self._buf_k[:, :, self._len:new_len] = key_states
             self._buf_v[:, :, self._len:new_len] = value_states
-            self._len = new_len
-            self.keys, self.values = self._buf_k[:, :, :new_len], self._buf_v[:, :, :new_len]
+            self._view(new_len)
             return self.keys, self.values
 
         def batch_select_indices(self, indices) -> None:
             if self.is_initialized and self._len:
                 self._buf_k, self._buf_v = self._buf_k[indices], self._buf_v[indices]
-                self.keys, self.values = self._buf_k[:, :, :self._len], self._buf_v[:, :, :self._len]
+                self._view(self._len)
 
-        def crop(self, tokens_to_remove: int) -> None:  # generate's API; the sampler never crops
-            raise NotImplementedError("GrowingKVLayer is the sampler's private cache; it does not crop")
+        def _view(self, length: int) -> None:
+            self._len = length
+            self.keys, self.values = self._buf_k[:, :, :length], self._buf_v[:, :, :length]
+
+        # generate's other cache operations, kept consistent with the buffer (the sampler itself does not use them)
+        def crop(self, tokens_to_remove: int) -> None:
+            if self.is_initialized and self._len:
+                super().crop(tokens_to_remove)  # DynamicLayer's semantics; its result is a view of our buffer
+                self._view(self.keys.shape[-2])
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self.is_initialized and self._len:
+                self._buf_k = self._buf_k.repeat_interleave(repeats, dim=0)
+                self._buf_v = self._buf_v.repeat_interleave(repeats, dim=0)
+                self._view(self._len)
 
     return DynamicLayer, GrowingKVLayer
+
+
+def _sampler_cache_layer():
+    """One fresh growing full-attention cache layer (see :func:`_growing_kv_layer_class`)."""
+    return _growing_kv_layer_class()[1]()
 
 
 def _sampler_cache(config):

@@ -232,6 +232,34 @@ def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, p
     assert all(len(r) == 3 * prompt_len for r in ref[2])
 
 
+def test_growing_cache_layer_follows_dynamic_layer_operations():
+    """Every cache operation generate may call (update, crop, row selection, repeat) leaves the growing layer with the
+    keys/values a DynamicLayer has after the same operations."""
+    from transformers.cache_utils import DynamicLayer
+
+    ours, ref = M._sampler_cache_layer(), DynamicLayer()
+    g = torch.Generator().manual_seed(0)
+
+    def kv(b, n):
+        return torch.randn(b, 2, n, 4, generator=g), torch.randn(b, 2, n, 4, generator=g)
+
+    steps = [("update", kv(3, 5)), ("update", kv(3, 40)), ("crop", -7), ("update", kv(3, 1)),
+             ("select", torch.tensor([2, 0])), ("repeat", 2), ("update", kv(4, 30)), ("crop", 50)]
+    for op, arg in steps:
+        for layer in (ours, ref):
+            if op == "update":
+                layer.update(*arg)
+            elif op == "crop":
+                layer.crop(arg)
+            elif op == "select":
+                layer.batch_select_indices(arg)
+            else:
+                layer.batch_repeat_interleave(arg)
+        assert ours.get_seq_length() == ref.get_seq_length(), op
+        torch.testing.assert_close(ours.keys, ref.keys, rtol=0, atol=0)
+        torch.testing.assert_close(ours.values, ref.values, rtol=0, atol=0)
+
+
 def test_sampling_seeded_and_grouped(tiny_model, tok, prompts):
     a = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
     b = M.sample(tiny_model, tok, prompts[:3], n=4, max_new_tokens=15, seed=0, temperature=1.0)
