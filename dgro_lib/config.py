@@ -157,7 +157,7 @@ class TrainConfig:
     """Rows per forward pass of the loss inside one micro-batch, sorted by completion length and trimmed of their
     padding; the loss still sees the whole micro-batch (same normalization, one backward), so only the speed and
     the floating-point rounding change (DGROTrainer). None = one padded forward. Measured on the cpu recipe
-    (64 rows of ~100-448 tokens, one core): 8 rows per chunk make the forward/backward ~2.8x faster
+    (64 rows of ~100-448 tokens, one core): 8 rows per chunk make the forward/backward ~2.5x faster
     (bench/forward_chunks.py)."""
     top_p: float = 1.0
     """Nucleus sampling of the rollouts."""

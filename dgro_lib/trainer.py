@@ -39,7 +39,7 @@ want beta2 to act must set ``num_iterations >= 2``.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 import torch
@@ -270,11 +270,11 @@ class DGROTrainer(GRPOTrainer):
         in micro-batches of ``per_device_train_batch_size`` (an extra forward, only when updates are off-policy)."""
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        C, bs, out = batch["completion_ids"].size(1), self.args.per_device_train_batch_size, []
+        P, bs, out = batch["prompt_ids"].size(1), self.args.per_device_train_batch_size, []
         for s in range(0, input_ids.size(0), bs):
-            with HiddenStateCapture(self.model) as cap:
-                self._get_per_token_logps_and_entropies(self.model, input_ids[s:s + bs], attention_mask[s:s + bs], C)
-            lps = self._temperature_logps(cap, batch["completion_ids"][s:s + bs])
+            _, _, lps, _ = self._forward_rows(self.model, input_ids[s:s + bs], attention_mask[s:s + bs],
+                                              batch["completion_ids"][s:s + bs], P, want_temps=True,
+                                              want_values=False, compute_entropy=False)
             out.append(torch.stack([lps[t] for t in self.loss_temperatures], dim=-1))
         return torch.cat(out)
 
@@ -374,8 +374,8 @@ class DGROTrainer(GRPOTrainer):
         input_ids, attention_mask: (B, P + C); completion_ids, completion_mask: (B, C).
         Returns logps (B, C), entropies (B, C), {T: (B, C)} log pi^T or None, values (B,) or None; positions a
         chunk trimmed are 0 (their mask is 0). Why chunks: one padded forward of 64 rows whose completions run
-        100-448 tokens cost 2.8x the chunked one on CPU (bench/forward_chunks.py), from padding and from
-        attention and activations that no longer fit in cache.
+        100-448 tokens cost 2.5x the chunked one (8 rows per chunk) on CPU (bench/forward_chunks.py), from padding
+        and from attention and activations that no longer fit in cache.
         """
         B, C = completion_ids.shape
         rows = self.forward_chunk_rows
@@ -407,17 +407,12 @@ class DGROTrainer(GRPOTrainer):
         return logps, entropies, temps, values
 
     def _forward_rows(self, model, input_ids, attention_mask, completion_ids, prompt_len: int, *, want_temps: bool,
-                      want_values: bool):
-        """One forward pass over these rows: TRL's log-probs and entropies, plus what the hidden state gives."""
-        C = completion_ids.size(1)
-        if not (want_temps or want_values):
+                      want_values: bool, compute_entropy: bool = True):
+        """One forward pass over these rows: TRL's log-probs (and entropies), plus what the hidden state gives."""
+        need_hidden = want_temps or want_values
+        with HiddenStateCapture(model) if need_hidden else nullcontext() as cap:
             logps, entropies, _ = self._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, C, compute_entropy=True
-            )
-            return logps, entropies, None, None
-        with HiddenStateCapture(model) as cap:
-            logps, entropies, _ = self._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, C, compute_entropy=True
+                model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=compute_entropy
             )
         temps = self._temperature_logps(cap, completion_ids) if want_temps else None
         values = None

@@ -237,7 +237,7 @@ def test_growing_cache_layer_follows_dynamic_layer_operations():
     keys/values a DynamicLayer has after the same operations."""
     from transformers.cache_utils import DynamicLayer
 
-    ours, ref = M._sampler_cache_layer(), DynamicLayer()
+    ours, ref = M._growing_kv_layer_class()[1](), DynamicLayer()
     g = torch.Generator().manual_seed(0)
 
     def kv(b, n):
