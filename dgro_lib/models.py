@@ -183,6 +183,11 @@ class EmbeddedModelConfig:
     is ~2 % of the tokens); the drills form that induction circuit in a few hundred steps."""
     copy_drill_batch: int = 64
     """Drill sequences per drill step (each ~20-40 tokens)."""
+    statement_drills: float = 0.0
+    """Fraction (0-1) of each drill batch that are *statement drills* (see :func:`statement_drill_text`): random
+    quiz sentences followed by the trace's header for them. The header's one hard token is the role three words
+    after a name in the quiz ("Aiden is a knave" -> ``Aiden knave``); without them the named-trace base
+    copied every name and operator but wrote ``knight`` for most knaves (measured: see EMBEDDED_PRESETS)."""
     name_loss_weight: float = 1.0
     """Weight of person-name target tokens in the warm-up loss. The explicit trace mentions names only in its
     legend and the answer (~3% of tokens), and copying a name from the quiz is the one skill the rest of
@@ -213,12 +218,15 @@ class EmbeddedModelConfig:
         object.__setattr__(self, "mix", tuple(float(m) for m in self.mix))
         object.__setattr__(self, "eval_people", tuple(int(p) for p in self.eval_people))
         object.__setattr__(self, "lr", float(self.lr))
+        object.__setattr__(self, "statement_drills", float(self.statement_drills))
         from dgro_lib.data.trace import STYLES
 
         if self.trace_style not in STYLES:
             raise ValueError(f"trace_style must be one of {STYLES}, got {self.trace_style!r}")
         if self.arch not in ("qwen2", "llama"):
             raise ValueError(f"arch must be 'qwen2' or 'llama', got {self.arch!r}")
+        if not 0.0 <= self.statement_drills <= 1.0:
+            raise ValueError(f"statement_drills is a fraction of each drill batch (0-1), got {self.statement_drills!r}")
         if len(self.people) != len(self.mix):
             raise ValueError(f"people {self.people} and mix {self.mix} differ in length")
         if self.hidden % self.heads or self.heads % self.kv_heads:
@@ -229,6 +237,8 @@ class EmbeddedModelConfig:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
         if d["continue_from"] is None:  # keeps the hashes (cache keys) of single-stage configs as they were
             del d["continue_from"]
+        if d["statement_drills"] == 0.0:  # likewise for configs from before statement drills existed
+            del d["statement_drills"]
         return d
 
     @classmethod
@@ -256,6 +266,15 @@ EMBEDDED_PRESETS: dict[str, EmbeddedModelConfig] = {
 # core next to another job (~1.5 s/step).
 EMBEDDED_PRESETS["cpu"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], continue_from="cpu_stage1",
                                               max_steps=2000, lr=1e-3, warmup_steps=20, seed=1)
+
+# A faster single-stage base (issue #2, stop 10), not yet the cpu profile's: the "named" trace (the quiz's own names
+# instead of (k) labels, no legend) and a drill step every 2nd step, half of them statement drills. Measured: 35.5 %
+# greedy on 200 held-out 3-person puzzles after 1200 steps (24 min on one core next to another job), 27.5 % on the
+# first 400 of Fig. 1's set; cpu_stage1 needs 3000 steps (49 min) for 27.5 %, the two-stage cpu base 5000 (~100 min)
+# for 42 %. Drills every 4th step: 27 %; no statement drills: 22 %; no drills at all: 1 % (600 steps); lr 3e-3: 25 %;
+# 2000 steps: 34 % (a plateau; RL from the 1200-step model was flat: README, Profiles).
+EMBEDDED_PRESETS["cpu_named"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], trace_style="named", max_steps=1200,
+                                                    copy_drill_every=2, statement_drills=0.5)
 
 
 ARCH_FIELDS = ("arch", "hidden", "layers", "heads", "kv_heads", "intermediate", "attention_bias")
@@ -402,6 +421,25 @@ def copy_drill_text(rng: random.Random, *, people: Sequence[int] = (2, 3, 4, 5))
     return f"You meet {k} inhabitants: {joined}. people {legend} ."
 
 
+def statement_drill_text(rng: random.Random, *, style: str = "named", people: Sequence[int] = (2, 3)) -> str:
+    """One statement drill: random quiz sentences, then the trace header that translates them, e.g.
+    ``Ava said that Mia is a knave. "If Ava is a knight then Mia is a knight," Mia declared. Ava says Mia
+    knave . Mia says if Ava knight then Mia knight .`` (for ``style="explicit"`` the header uses the labels).
+
+    The statements are drawn like the generator's (depth 2, width 2) but need not form a unique-solution
+    puzzle: the drill exercises the translation only.
+    """
+    from dgro_lib.data import kk
+    from dgro_lib.data.trace import header_words
+
+    k = rng.choice(list(people))
+    names = rng.sample(list(kk.NAMES), k)
+    statements = kk._Sampler(rng, k, 2, 2).puzzle()
+    said = " ".join(kk.SAYING_TEMPLATES[rng.randrange(len(kk.SAYING_TEMPLATES))].format(
+        name=names[i], content=kk.render_statement(st, names)) for i, st in enumerate(statements))
+    return f"{said} {' '.join(header_words(statements, names, style=style))}"
+
+
 def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> Iterator[list[int]]:
     """Endless length-bucketed batches of example indices: shuffle, sort within windows of 50 batches
     (little padding waste), shuffle the batches. Deterministic given rng."""
@@ -466,7 +504,8 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     for step in range(1, cfg.max_steps + 1):
         drill = cfg.copy_drill_every > 0 and step % cfg.copy_drill_every == 0
         if drill:
-            loss = _drill_step(model, tokenizer, drill_rng, cfg.copy_drill_batch, pad)
+            loss = _drill_step(model, tokenizer, drill_rng, cfg.copy_drill_batch, pad,
+                               statement_fraction=cfg.statement_drills, style=cfg.trace_style)
         else:
             ids = next(batches)
             width = max(lengths[i] for i in ids)
@@ -520,9 +559,14 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     return stats
 
 
-def _drill_step(model, tokenizer, rng: random.Random, n: int, pad: int) -> torch.Tensor:
-    """LM loss on ``n`` copy drills (every token a target; right-padded, pads ignored)."""
-    ids = tokenizer([copy_drill_text(rng) for _ in range(n)], add_special_tokens=False)["input_ids"]
+def _drill_step(model, tokenizer, rng: random.Random, n: int, pad: int, *, statement_fraction: float = 0.0,
+                style: str = "explicit") -> torch.Tensor:
+    """LM loss on ``n`` drills (every token a target; right-padded, pads ignored): copy drills, of which
+    ``round(n * statement_fraction)`` are statement drills instead."""
+    n_st = round(n * statement_fraction)
+    texts = [statement_drill_text(rng, style=style) for _ in range(n_st)]
+    texts += [copy_drill_text(rng) for _ in range(n - n_st)]
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     width = max(len(x) for x in ids)
     input_ids = torch.full((n, width), pad, dtype=torch.long)
     labels = torch.full((n, width), -100, dtype=torch.long)

@@ -14,7 +14,7 @@ import torch
 
 from dgro_lib import models as M
 from dgro_lib.data import kk
-from dgro_lib.data.trace import build_trace, completion_text, reasoning_trace
+from dgro_lib.data.trace import build_trace, completion_text, header_words, reasoning_trace
 
 torch.set_num_threads(1)
 
@@ -87,13 +87,15 @@ def test_tokenizer_save_load(tok, tmp_path):
 
 # ------------------------------------------------------------------ traces
 
+@pytest.mark.parametrize("style", ["explicit", "named", "named_verbatim"])
 @pytest.mark.parametrize("people", [2, 3, 4])
-def test_trace_reaches_solution_and_is_judged_correct(tok, people):
+def test_trace_reaches_solution_and_is_judged_correct(tok, people, style):
     check, _ = M._correctness_checker()
     for rec in kk.generate(people, 40, seed=100 + people):
-        t = build_trace(rec)
+        t = build_trace(rec, style=style)
         assert list(t.assignment) == list(rec["solution"]) and not t.slipped
-        comp = completion_text(rec)
+        comp = completion_text(rec, style=style)
+        assert tok.unk_token_id not in tok(comp, add_special_tokens=False)["input_ids"]
         assert comp.endswith(" </think> <answer> " + kk.answer_text(rec) + " </answer>")
         # what TRL hands the reward: the decoded token ids (spaces around punctuation, no newlines)
         decoded = tok.decode(tok(comp, add_special_tokens=False)["input_ids"], skip_special_tokens=True)
@@ -101,10 +103,11 @@ def test_trace_reaches_solution_and_is_judged_correct(tok, people):
         assert M._local_kk_is_correct(decoded, names=rec["names"], solution=rec["solution"])
 
 
-def test_trace_steps_are_true_and_pruned():
+@pytest.mark.parametrize("style", ["explicit", "named"])
+def test_trace_steps_are_true_and_pruned(style):
     for rec in kk.generate(3, 30, seed=8):
-        text = reasoning_trace(rec)
-        assert text.count("try ") == build_trace(rec).n_tried
+        text = reasoning_trace(rec, style=style)
+        assert text.count("try ") == build_trace(rec, style=style).n_tried
         # every "try" block but the last ends at its first "bad"; the last has one "ok" per person
         blocks = text.split("try ")[1:]
         for b in blocks[:-1]:
@@ -125,6 +128,40 @@ def test_trace_steps_are_true_and_pruned():
                 assert ((role[person] == words[i - 1]) != negated) == (w == "T")
                 checked += 1
         assert checked >= 2
+
+
+def test_trace_headers():
+    rec = kk.generate(3, 1, seed=5)[0]
+    names, st = rec["names"], kk.parse_statements(rec["statements"])
+    explicit, named, verbatim = (reasoning_trace(rec, style=s) for s in ("explicit", "named", "named_verbatim"))
+    assert explicit.startswith(f"people (1) {names[0]} (2) {names[1]} (3) {names[2]} . (1) says ")
+    assert named.startswith(f"{names[0]} says ") and "(1)" not in named and "people" not in named
+    # verbatim: each header statement is the quiz's own wording of it
+    for i, s in enumerate(st):
+        assert f"{names[i]} says {kk.render_statement(s, names)} ." in verbatim
+        assert kk.render_statement(s, names) in rec["quiz"]
+    # the part before the first "try" is header_words, the same function the statement drills use
+    for style, text in (("explicit", explicit), ("named", named), ("named_verbatim", verbatim)):
+        assert text.split(" try ")[0].split() == header_words(st, names, style=style)
+
+
+def test_statement_drill(tok):
+    rng = random.Random(3)
+    for _ in range(50):
+        text = M.statement_drill_text(rng)
+        assert tok.unk_token_id not in tok(text, add_special_tokens=False)["input_ids"]
+        words = text.replace('"', " ").replace(",", " ").replace(".", " . ").split()
+        first = next(i for i, w in enumerate(words) if w == "says")
+        sentences, header = words[: first - 1], words[first - 1:]
+        # every "NAME is (not) a ROLE" of the sentences, in order, is "NAME (not) ROLE" in the header
+        said = [(w, words_[i + 2] == "not", words_[i + 3 + (words_[i + 2] == "not")])
+                for words_ in [sentences] for i, w in enumerate(words_[:-3])
+                if w in kk.NAMES and words_[i + 1] == "is"]
+        claimed = [(w, header[i + 1] == "not", header[i + 1 + (header[i + 1] == "not")])
+                   for i, w in enumerate(header[:-1]) if w in kk.NAMES and header[i + 1] != "says"]
+        assert said == claimed and said
+        assert 2 <= header.count("says") <= 3
+    assert ". people (1) " in M.statement_drill_text(random.Random(0), style="explicit")  # legend, then labels
 
 
 def test_trace_length_three_people():
@@ -399,6 +436,29 @@ def test_warmup_with_prompt_loss_drills_and_name_weight_runs(tok):
     assert stats["steps"] == 4 and all(map(lambda c: c[1] == c[1], stats["loss_curve"]))
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert M.config_hash(cfg) != M.config_hash(TINY)
+
+
+def test_named_warmup_with_statement_drills(tok):
+    import dataclasses
+
+    cfg = dataclasses.replace(TINY, trace_style="named", copy_drill_every=2, copy_drill_batch=4, statement_drills=0.5,
+                              max_steps=4)
+    assert "statement_drills" in cfg.to_dict() and "statement_drills" not in TINY.to_dict()  # old hashes kept
+    assert M.config_hash(cfg) != M.config_hash(dataclasses.replace(cfg, statement_drills=0.0))
+    stats = M.warmup(M.build_tiny_model(cfg, tokenizer=tok), tok, cfg, progress=False)
+    assert stats["steps"] == 4
+    with pytest.raises(ValueError, match="statement_drills"):
+        dataclasses.replace(cfg, statement_drills=2.0)
+
+    class Recorder(torch.nn.Module):  # what one drill step feeds the model
+        def forward(self, input_ids, labels):
+            self.rows = [tok.decode([i for i in r if i != tok.pad_token_id]) for r in input_ids.tolist()]
+            return type("Out", (), {"loss": torch.zeros(())})()
+
+    rec = Recorder()
+    M._drill_step(rec, tok, random.Random(0), 6, tok.pad_token_id, statement_fraction=0.5, style="named")
+    statement = [r for r in rec.rows if " says " in r]
+    assert len(statement) == 3 and all("people" in r for r in rec.rows if r not in statement)
 
 
 def test_continued_warmup_starts_from_the_parent_preset(tmp_path):

@@ -40,6 +40,17 @@ labels and an unnumbered prompt, every part of the trace was learned except the 
 under teacher forcing after 7.5M tokens): copying "the k-th name of the list" needs a positional
 count, and a bare number is an ambiguous key in a trace full of numbers.
 
+**The ``"named"`` style** is the same trace with the quiz's own names in place of the labels and no
+legend (``Emily says if Matthew knave then Jackson knight . try Emily is knight Jackson is knight ...``;
+``named_verbatim`` keeps the quiz's wording in the header). Measured (1M-parameter model, stage-1
+recipe, 1200 steps of batch 16, 100-200 held-out 3-person puzzles; issue #2): the explicit trace is
+still at 0 % after 1500 steps, the named trace reaches 22 % (19 % at 600 steps) because each name is
+copied from the line above or from the quiz sentence it translates. Its remaining errors were nearly all
+in the header: the role three words after a name in the quiz ("Aiden is a knave" -> ``Aiden knave``)
+came out ``knight``. Statement drills (:func:`dgro_lib.models.statement_drill_text`) fix that: 27 %
+with drills every 4th step (half statement drills), 35.5 % every 2nd step, whose errors are then in the
+checks (clause values, ``or`` / ``if`` evaluation), not in copying. ``named_verbatim`` did worse (15 %).
+
 ``slip_rate`` injects a *slip*: with that probability a trace flips one clause value in an
 assignment checked before the solution, chosen so that the flip turns that assignment's only
 inconsistent person ``ok`` — the trace then accepts a wrong assignment and the answer follows the
@@ -70,7 +81,7 @@ __all__ = [
 
 # Bump whenever the text of a trace changes: cached embedded models are keyed on it.
 TRACE_VERSION = 3
-STYLES = ("explicit", "none")
+STYLES = ("explicit", "named", "named_verbatim", "none")
 
 _OP_WORD = {"and": "and", "or": "or", "<=>": "iff"}
 # Every word a trace can contain besides names (the tokenizer's vocabulary is built from these).
@@ -228,6 +239,28 @@ def _record_rng(record) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "little"))
 
 
+def _labels(names: Sequence[str], style: str) -> list[str]:
+    # explicit: the answer's own labels "(k)", one token each; named: the quiz's own names
+    return [f"({i + 1})" for i in range(len(names))] if style == "explicit" else list(names)
+
+
+def header_words(statements, names: Sequence[str], *, style: str = "explicit") -> list[str]:
+    """The words of a trace before its first ``try``: for ``explicit`` the legend ``people (1) NAME ...
+    .``, then every person's statement ``LABEL says CLAIM .`` (the quiz's wording minus filler;
+    ``named_verbatim`` keeps the quiz's wording)."""
+    labels = _labels(names, style)
+    words: list[str] = []
+    if style == "explicit":
+        words.append("people")
+        for lab, name in zip(labels, names):
+            words += [lab, name]
+        words.append(".")
+    for i, st in enumerate(statements):
+        claim = kk.render_statement(st, names).split() if style == "named_verbatim" else _render_claim(st, labels)
+        words += [labels[i], "says", *claim, "."]
+    return words
+
+
 def build_trace(record: dict, *, style: str = "explicit", slip_rate: float = 0.0,
                 rng: random.Random | None = None) -> Trace:
     """Render the reasoning trace of one K&K record (official keys: names, statements, solution).
@@ -255,14 +288,8 @@ def build_trace(record: dict, *, style: str = "explicit", slip_rate: float = 0.0
     if style == "none":
         return Trace("", slip[0] if slip else solution, slip is not None, 0)
 
-    labels = [f"({i + 1})" for i in range(len(names))]  # the answer's own labels: one token each
-    # Legend: person numbers for the names, in the quiz's order (the trace then never copies a name).
-    words: list[str] = ["people"]
-    for lab, name in zip(labels, names):
-        words += [lab, name]
-    words.append(".")
-    for i, st in enumerate(statements):
-        words += [labels[i], "says", *_render_claim(st, labels), "."]
+    labels = _labels(names, style)
+    words = header_words(statements, names, style=style)
     n_tried = 0
     accepted = None
     for a in _assignments(len(names)):
