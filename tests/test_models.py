@@ -154,9 +154,8 @@ def test_statement_drill(tok):
         first = next(i for i, w in enumerate(words) if w == "says")
         sentences, header = words[: first - 1], words[first - 1:]
         # every "NAME is (not) a ROLE" of the sentences, in order, is "NAME (not) ROLE" in the header
-        said = [(w, words_[i + 2] == "not", words_[i + 3 + (words_[i + 2] == "not")])
-                for words_ in [sentences] for i, w in enumerate(words_[:-3])
-                if w in kk.NAMES and words_[i + 1] == "is"]
+        said = [(w, sentences[i + 2] == "not", sentences[i + 3 + (sentences[i + 2] == "not")])
+                for i, w in enumerate(sentences[:-3]) if w in kk.NAMES and sentences[i + 1] == "is"]
         claimed = [(w, header[i + 1] == "not", header[i + 1 + (header[i + 1] == "not")])
                    for i, w in enumerate(header[:-1]) if w in kk.NAMES and header[i + 1] != "says"]
         assert said == claimed and said
