@@ -434,9 +434,8 @@ def statement_drill_text(rng: random.Random, *, style: str = "named", people: Se
 
     k = rng.choice(list(people))
     names = rng.sample(list(kk.NAMES), k)
-    statements = kk._Sampler(rng, k, 2, 2).puzzle()
-    said = " ".join(kk.SAYING_TEMPLATES[rng.randrange(len(kk.SAYING_TEMPLATES))].format(
-        name=names[i], content=kk.render_statement(st, names)) for i, st in enumerate(statements))
+    statements = kk.random_statements(rng, k)
+    said = kk.render_sayings(names, statements, [rng.randrange(len(kk.SAYING_TEMPLATES)) for _ in range(k)])
     return f"{said} {' '.join(header_words(statements, names, style=style))}"
 
 

@@ -51,6 +51,8 @@ __all__ = [
     "solve",
     "render_statement",
     "render_quiz",
+    "render_sayings",
+    "random_statements",
     "chain_of_thought",
     "generate",
     "find_official_dir",
@@ -389,9 +391,20 @@ def render_quiz(names: Sequence[str], statements: Sequence[PersonStatement], tem
     text = (f"A very special island is inhabited only by {kk['knight']}s and {kk['knave']}s. "
             f"{kk['Knight']}s always tell the truth, and {kk['knave']}s always lie. "
             f"You meet {len(names)} inhabitants: {_join_names(list(names))}.")
-    for i, (stmt, t) in enumerate(zip(statements, template_ids, strict=True)):
-        text += " " + SAYING_TEMPLATES[t].format(name=names[i], content=render_statement(stmt, names))
+    if statements:
+        text += " " + render_sayings(names, statements, template_ids)
     return text + f" So who is {kk['a_knight']} and who is {kk['a_knave']}?"
+
+
+def render_sayings(names: Sequence[str], statements: Sequence[PersonStatement], template_ids: Sequence[int]) -> str:
+    """The quiz's statement sentences alone: person i's statement in :data:`SAYING_TEMPLATES` ``[template_ids[i]]``."""
+    return " ".join(SAYING_TEMPLATES[t].format(name=names[i], content=render_statement(stmt, names))
+                    for i, (stmt, t) in enumerate(zip(statements, template_ids, strict=True)))
+
+
+def random_statements(rng: random.Random, n_people: int, *, depth: int = 2, width: int = 2) -> tuple:
+    """One statement tree per person, drawn as :func:`generate` draws them, without the unique-solution filter."""
+    return _Sampler(rng, n_people, depth, width).puzzle()
 
 
 def _solution_text(names: Sequence[str], solution: Sequence[bool], kk: dict | None = None) -> str:
