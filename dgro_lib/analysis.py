@@ -88,7 +88,7 @@ def adam_scale_check(
     def delta(scheme: str, b2: float, optimizer: str) -> torch.Tensor:
         sch = get_scheme(scheme)
         rewards = torch.tensor([sch.score(o) for o in outcomes], dtype=torch.float32)
-        adv = compute_advantages(rewards, num_generations, value="group_mean", beta1=1.0, beta2=b2)
+        adv = compute_advantages(rewards, num_generations, value="group_mean")
         m = copy.deepcopy(model)
         m.train()
         params = [p for p in m.parameters() if p.requires_grad]

@@ -92,8 +92,8 @@ class DataConfig:
 @dataclass
 class RewardConfig:
     scheme: str = "[-3,3]"
-    """A DGRO Table 4 scheme (``[-1,1]``, ``[-3,3]``, ``[-5,5]``), ``logic-rl``, or ``custom`` (then set
-    ``coefficients``)."""
+    """A DGRO Table 4 scheme (``[-1,1]``, ``[-3,3]``, ``[-5,5]``), ``logic-rl``, ``accuracy`` (DCPO's reward: 1 if
+    the answer is right, else 0, format not checked), or ``custom`` (then set ``coefficients``)."""
     coefficients: list[float] | None = None
     """(c_f, c_corr, c_com) of DGRO Eq. 12 when ``scheme: custom``."""
 
@@ -103,10 +103,11 @@ class LossConfig:
     name: str = "dgro"
     """Registered loss name (:func:`dgro_lib.losses.list_losses`)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of the loss (for ``dgro``: ``beta1``, ``beta2``, ``ratio_level``, ``aggregation``)."""
+    """Keyword arguments of the loss (for ``dgro``: ``beta1``, ``beta2``, ``ratio_level``, ``aggregation``); checked
+    against the registered loss's parameters (:func:`dgro_lib.losses.loss_params`), so a typo is an error."""
     value: str = "group_mean"
-    """Baseline V(x): ``group_mean`` (DGRO, Kimi k1.5) or ``soft`` (beta*log-mean-exp(r/beta), beta=2*beta2/beta1,
-    DGRO Eq. 2/15)."""
+    """Baseline V(x): ``group_mean`` (DGRO, Kimi k1.5) or ``soft`` (beta*log-mean-exp(r/beta), DGRO Eq. 2/15, with
+    the beta the loss declares: 2*beta2/beta1 for ``dgro``, tau for ``kimi``, beta for ``dro``)."""
     scale: str | None = None
     """``None`` (DGRO: A = r - V) or ``group_std`` (GRPO's division by the group std)."""
     value_lr: float | None = None
@@ -234,7 +235,13 @@ class ExperimentConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     sweep: dict[str, list[Any]] = field(default_factory=dict)
     """Dotted key -> list of values, e.g. ``{"reward.scheme": ["[-1,1]", "[-3,3]", "[-5,5]"]}``; runs are the
-    product of all lists, times ``seeds``."""
+    product of all lists, times ``seeds``. Several dotted keys joined by ``|`` vary together (zipped, not
+    crossed): each entry of their list is a list of one value per key, in the key's order, e.g.
+    ``{"model.path|data.math_eval": [["Qwen/Qwen2.5-7B", ["aime24", "gsm8k"]], ["Qwen/Qwen3-4B", ["aime24",
+    "gpqa_diamond"]]]}`` gives two points, each model with its own benchmarks (crossed with the other sweep
+    keys as usual). A sweep point names every dotted key separately (``point["data.math_eval"]``). A dotted
+    key (or one inside it, like ``loss`` and ``loss.kwargs.coef``) may appear in one sweep key only, and no
+    list may be empty (:class:`ConfigError` naming the sweep key)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Notebook-specific knobs (documented in the notebook that reads them)."""
 
@@ -396,12 +403,30 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"loss.name: {cfg.loss.name!r} is not a registered loss; valid: {', '.join(list_losses())}")
     if cfg.loss.value not in ("group_mean", "soft"):
         raise ConfigError(f"loss.value: {cfg.loss.value!r} is not one of group_mean, soft")
+    from dgro_lib.losses import loss_params, loss_soft_beta, validate_loss_kwargs
+
+    try:
+        validate_loss_kwargs(cfg.loss.name, cfg.loss.kwargs)
+    except ValueError as e:
+        bad = sorted(k for k in cfg.loss.kwargs if k not in loss_params(cfg.loss.name))
+        raise ConfigError(f"loss.kwargs.{bad[0]}: {e}") from None
+    if cfg.loss.value == "soft":
+        try:
+            loss_soft_beta(cfg.loss.name, cfg.loss.kwargs)
+        except ValueError as e:
+            raise ConfigError(f"loss.value: {e}") from None
     if cfg.loss.scale not in (None, "group_std"):
         raise ConfigError(f"loss.scale: {cfg.loss.scale!r} is not one of null, group_std")
     if cfg.reward.scheme == "custom" and (cfg.reward.coefficients is None or len(cfg.reward.coefficients) != 3):
         raise ConfigError("reward.coefficients: scheme 'custom' needs three coefficients [c_f, c_corr, c_com]")
-    for key in cfg.sweep:
-        _get_dotted(cfg, key)  # raises for an unknown dotted key
+    if cfg.reward.scheme != "custom":
+        from dgro_lib.rewards import get_scheme
+
+        try:
+            get_scheme(cfg.reward.scheme)
+        except ValueError as e:
+            raise ConfigError(f"reward.scheme: {e}") from None
+    _sweep_axes(cfg)  # unknown dotted key, repeated key, empty list, wrong tuple length: ConfigError naming it
 
 
 def config_to_dict(cfg: ExperimentConfig) -> dict:
@@ -457,10 +482,56 @@ def apply_overrides(cfg: ExperimentConfig, overrides: dict[str, Any], *, source:
     return config_from_dict(data, source=source)
 
 
+SWEEP_JOIN = "|"
+"""Joins dotted keys into one sweep key whose values vary together (see ``ExperimentConfig.sweep``)."""
+
+
+def _sweep_axes(cfg: ExperimentConfig) -> list[list[dict[str, Any]]]:
+    """One axis per sweep key: its values as ``{dotted key: value}`` dicts (a ``|`` key zips its dotted keys).
+
+    Raises ConfigError naming the sweep key for an unknown or repeated dotted key, an empty list, or an entry of
+    a ``|`` key that is not a list of one value per dotted key.
+    """
+    axes: list[list[dict[str, Any]]] = []
+    owner: dict[str, str] = {}
+    for skey, values in cfg.sweep.items():
+        where = f"sweep.{skey}"
+        keys = [k.strip() for k in skey.split(SWEEP_JOIN)]
+        for k in keys:
+            if not k:
+                raise ConfigError(f"{where}: empty dotted key (keys joined by {SWEEP_JOIN!r} must all be named)")
+            try:
+                _get_dotted(cfg, k)
+            except ConfigError:
+                raise ConfigError(f"{where}: unknown key {k}") from None
+            clash = next((o for o in owner if o == k or o.startswith(k + ".") or k.startswith(o + ".")), None)
+            if clash is not None:  # the same key, or one inside the other: the result would depend on the order
+                raise ConfigError(f"{where}: {k} is already swept by sweep.{owner[clash]}"
+                                  + ("" if clash == k else f" (as {clash})"))
+            owner[k] = skey
+        if not values:
+            raise ConfigError(f"{where}: empty list (a sweep key needs at least one value)")
+        if len(keys) == 1:
+            axes.append([{keys[0]: v} for v in values])
+            continue
+        axis = []
+        for i, v in enumerate(values):
+            if not isinstance(v, (list, tuple)) or len(v) != len(keys):
+                raise ConfigError(f"{where}[{i}]: expected a list of {len(keys)} values, one per key "
+                                  f"({', '.join(keys)}), got {v!r:.200}")
+            axis.append(dict(zip(keys, v)))
+        axes.append(axis)
+    return axes
+
+
 def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, ExperimentConfig]]:
-    """All runs of an experiment: (sweep point, seed, concrete config) for the product of ``sweep`` x ``seeds``."""
-    keys = list(cfg.sweep)
-    points = [dict(zip(keys, values)) for values in itertools.product(*(cfg.sweep[k] for k in keys))] or [{}]
+    """All runs of an experiment: (sweep point, seed, concrete config) for the product of ``sweep`` x ``seeds``.
+
+    Each sweep key is one axis of the product; a key of dotted keys joined by ``|`` is one axis whose entries set
+    all of them together. A point maps every swept dotted key to its value, in the order of ``sweep``.
+    """
+    points = [{k: v for part in combo for k, v in part.items()}
+              for combo in itertools.product(*_sweep_axes(cfg))] or [{}]
     runs = []
     for point in points:
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")

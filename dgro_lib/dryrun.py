@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ExperimentConfig, expand_sweep, load_config
+from .losses import loss_on_policy_inert
 
 __all__ = ["KNOWN_ARCHITECTURES", "Architecture", "resolve_architecture", "estimate", "dry_run"]
 
@@ -159,11 +160,10 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
             gen, gen_note = kv_per_token * s * micro, "HF generate KV cache (eval batch)"
     total = weights + grads + optim + ref + act + logits + gen
     warnings = []
-    beta2 = float(cfg.loss.kwargs.get("beta2", 0.0)) if cfg.loss.name == "dgro" else (
-        float(cfg.loss.kwargs.get("tau", 0.0)) if cfg.loss.name == "kimi" else 0.0)
-    if cfg.loss.name in ("dgro", "kimi") and beta2 != 0 and updates == 1:
-        warnings.append(f"beta2 is inert: one on-policy update per rollout batch (num_iterations x "
-                        f"updates_per_rollout = 1), so the squared log-ratio to pi_old has zero gradient")
+    inert = loss_on_policy_inert(cfg.loss.name, cfg.loss.kwargs)
+    if inert and updates == 1:
+        warnings.append(f"{', '.join(inert)} {'is' if len(inert) == 1 else 'are'} inert: one on-policy update per rollout batch (num_iterations x "
+                        f"updates_per_rollout = 1), so the term it weighs (distance to pi_old) has zero gradient")
     if total > t.gpu_memory_gb * GiB:
         warnings.append(f"estimated {total / GiB:.1f} GiB per rank exceeds train.gpu_memory_gb = {t.gpu_memory_gb}")
     if n == 1 and P > 1e9 and cfg.kind == "train":
@@ -184,6 +184,8 @@ def _label(point: dict) -> str:
     parts = []
     for k, v in point.items():
         v = v.get("name", v) if isinstance(v, dict) else v
+        if isinstance(v, list) and len(v) > 2:  # a benchmark list: its size and ends keep the table readable
+            v = f"[{v[0]}..{v[-1]}]({len(v)})"
         parts.append(f"{k.split('.')[-1]}={v}")
     return " ".join(parts)
 

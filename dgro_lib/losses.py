@@ -14,7 +14,7 @@ so that the trainer knows what to pass; ``loss_requires(name)`` reads them back.
 
 Nothing in here reads a config object: every knob is a keyword argument.
 
-Notation (DESIGN.md §2): ℓ_{i,t} = log π_θ(y_{i,t} | x, y_{i,<t}), mask m_{i,t},
+Notation: ℓ_{i,t} = log π_θ(y_{i,t} | x, y_{i,<t}), mask m_{i,t},
 n_i = Σ_t m_{i,t}, sequence log-prob L_i = Σ_t m_{i,t} ℓ_{i,t}; "old" quantities
 come from π_θold; r_i is the scalar reward, r̄ its group mean.
 Paper equations refer to the DGRO paper (Decoupled Group Reward Optimization).
@@ -22,6 +22,7 @@ Paper equations refer to the DGRO paper (Decoupled Group Reward Optimization).
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -43,6 +44,15 @@ __all__ = [
     "EXTRA_PLACEMENTS",
     "ExtraRollouts",
     "aepo_loss",
+    "BatchStatistics",
+    "dcpo_batch_stats",
+    "grpo_verl_loss",
+    "loss_batch_statistics",
+    "loss_call_kwargs",
+    "loss_on_policy_inert",
+    "loss_params",
+    "loss_soft_beta",
+    "validate_loss_kwargs",
     "j2_loss",
     "j4_loss",
     "loss_extra_rollouts",
@@ -56,7 +66,6 @@ __all__ = [
     "online_dpo_loss",
     "ppo_clip_per_token",
     "register_loss",
-    "reinforce_reg_loss",
     "soft_value_baseline",
     "trl_loss_type",
 ]
@@ -71,8 +80,15 @@ _LOSSES: dict[str, LossFn] = {}
 _REQUIRES: dict[str, tuple[str, ...]] = {}
 _TEMPERATURES: dict[str, Callable[[dict], tuple[float, ...]]] = {}
 _EXTRA_ROLLOUTS: dict[str, Callable[[dict], "ExtraRollouts"]] = {}
+_PARAMS: dict[str, tuple[str, ...] | None] = {}  # None: TRL's own loss, its kwargs are GRPOConfig fields
+_SPEC_PARAMS: dict[str, tuple[str, ...]] = {}
+_SOFT_BETA: dict[str, Callable[[dict], float]] = {}
+_ON_POLICY_INERT: dict[str, Callable[[dict], tuple[str, ...]]] = {}
+_BATCH_STATS: dict[str, Callable[[dict], "BatchStatistics"]] = {}
 
 EXTRA_PLACEMENTS = ("replace", "append")
+ENTROPY_SOURCES = ("nll", "full")
+ENTROPY_FROM = ("previous_step", "rollout")
 
 
 @dataclass(frozen=True)
@@ -89,12 +105,15 @@ class ExtraRollouts:
             after the on-policy rows (J2/J4: J_GRPO on the on-policy rows + α·J_reg on the extra rows).
         fraction: share of the batch's prompts (whole groups) that get extra rollouts, rounded, at least one.
         entropy_base, t_high, t_low: T = t_high if H <= entropy_base else t_low (the DCPO/AEPO rule), H the
-            token-mean policy entropy of the *previous* optimizer step (0 before the first, so the first
-            batch uses t_high), as the AEPO authors' trainer does.
+            policy entropy of the *previous* optimizer step (0 before the first, so the first batch uses
+            t_high), as the AEPO authors' trainer does.
+        entropy_source: which estimate H is: ``"nll"`` the token-mean −log π of the sampled tokens during the
+            previous step's update (the authors' ``actor/entropy_loss``), ``"full"`` the full-vocabulary entropy.
         min_advantage: keep only extra rows whose (group-normalised) advantage exceeds this (AEPO: 0.05).
         set_advantage: overwrite the kept rows' advantage with this value (AEPO: 1.0).
-        max_rows: keep at most this many rows (AEPO's ``reinforce_sample_num``, 60), halved when H > entropy_base
-            if ``halve_above_base``.
+        max_rows: keep at most this many rows over the whole rollout batch, all processes together (AEPO's
+            ``reinforce_sample_num``, 60, applied on the driver), halved when H > entropy_base if
+            ``halve_above_base``.
     """
 
     placement: str
@@ -102,6 +121,7 @@ class ExtraRollouts:
     entropy_base: float = 0.5
     t_high: float = 1.2
     t_low: float = 0.8
+    entropy_source: str = "nll"
     min_advantage: float | None = None
     set_advantage: float | None = None
     max_rows: int | None = None
@@ -114,6 +134,8 @@ class ExtraRollouts:
             raise ValueError(f"extra rollouts fraction must be in (0, 1], got {self.fraction!r}")
         if self.t_high <= 0 or self.t_low <= 0:
             raise ValueError(f"temperatures must be > 0, got t_high={self.t_high!r}, t_low={self.t_low!r}")
+        if self.entropy_source not in ENTROPY_SOURCES:
+            raise ValueError(f"entropy_source {self.entropy_source!r}; valid: {', '.join(ENTROPY_SOURCES)}")
         if self.max_rows is not None and self.max_rows < 0:
             raise ValueError(f"max_rows must be >= 0 or None, got {self.max_rows!r}")
 
@@ -125,6 +147,54 @@ class ExtraRollouts:
         """How many of ``n_local_prompts`` get extra rollouts."""
         return max(1, min(n_local_prompts, round(self.fraction * n_local_prompts)))
 
+    def candidates(self, advantages: torch.Tensor) -> int:
+        """How many extra rows qualify (advantage > ``min_advantage``; all when it is None), before the row cap."""
+        if self.min_advantage is None:
+            return int(advantages.shape[0])
+        return int((advantages > self.min_advantage).sum())
+
+
+@dataclass(frozen=True)
+class BatchStatistics:
+    """Scalars a loss needs once per rollout batch, over all of its rows on all processes (DCPO's H, T, correct
+    fraction and α), declared at registration (``register_loss(..., batch_stats=fn(kwargs) -> BatchStatistics)``).
+
+    The trainer computes them when the rollout batch is generated, before TRL shuffles it and splits it into
+    micro-batches, and passes ``batch_stats={...}`` to every loss call of that batch, so a micro-batch split or
+    a second process cannot change them (the DCPO authors compute them on the driver).
+
+    Fields:
+        compute: ``compute(rewards, entropy) -> dict[str, float]`` with ``rewards`` (N,) the raw rewards of the
+            whole rollout batch (every process's rows) and ``entropy`` the policy entropy H chosen below.
+        entropy_source: ``"nll"`` (token-mean −log π of the sampled tokens) or ``"full"`` (full-vocabulary).
+        entropy_from: ``"previous_step"`` — H measured during the previous rollout batch's update (the mean over
+            its micro-batches and processes; 0 before the first; the authors' ``actor/entropy_loss`` lag) — or
+            ``"rollout"`` — H of this rollout batch under π_old, from a no-grad scoring pass over all its tokens.
+    """
+
+    compute: Callable[[torch.Tensor, float], dict]
+    entropy_source: str = "nll"
+    entropy_from: str = "previous_step"
+
+    def __post_init__(self):
+        if self.entropy_source not in ENTROPY_SOURCES:
+            raise ValueError(f"entropy_source {self.entropy_source!r}; valid: {', '.join(ENTROPY_SOURCES)}")
+        if self.entropy_from not in ENTROPY_FROM:
+            raise ValueError(f"entropy_from {self.entropy_from!r}; valid: {', '.join(ENTROPY_FROM)}")
+
+
+_POSITIONAL = ("logps", "old_logps", "mask", "advantages")
+
+
+def _signature_params(name: str, fn: LossFn, requires: tuple[str, ...]) -> tuple[str, ...]:
+    """The configurable keyword arguments of a loss function: its parameters after the four tensors, less the
+    extra tensors it ``requires``. A loss that forwards ``**kwargs`` must list its parameters explicitly."""
+    sig = inspect.signature(fn)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        raise ValueError(f"loss {name!r} takes **kwargs: register it with params=(...) naming its keyword arguments")
+    names = [p for p in sig.parameters if p not in _POSITIONAL and p not in requires]
+    return tuple(names)
+
 
 def register_loss(
     name: str,
@@ -132,6 +202,12 @@ def register_loss(
     requires: Iterable[str] = (),
     temperatures: Callable[[dict], Iterable[float]] | None = None,
     extra_rollouts: Callable[[dict], ExtraRollouts] | None = None,
+    params: Iterable[str] | None = None,
+    spec_params: Iterable[str] = (),
+    soft_beta: Callable[[dict], float] | None = None,
+    on_policy_inert: Callable[[dict], Iterable[str]] | None = None,
+    batch_stats: Callable[[dict], BatchStatistics] | None = None,
+    trl: bool = False,
 ) -> Callable[[LossFn], LossFn]:
     """Decorator registering a policy loss under ``name``.
 
@@ -145,6 +221,17 @@ def register_loss(
             (see :func:`loss_temperatures`).
         extra_rollouts: a function of the loss kwargs returning the :class:`ExtraRollouts` the trainer
             must generate for each rollout batch (see :func:`loss_extra_rollouts`).
+        params: the loss's keyword arguments (what ``loss.kwargs`` may set); default: read from the function's
+            signature (every parameter after the four tensors, less ``requires``). Required for a function that
+            forwards ``**kwargs``.
+        spec_params: further keys of ``loss.kwargs`` read only by ``extra_rollouts`` (not passed to the function).
+        soft_beta: a function of the loss kwargs (defaults filled in) giving β of the soft value baseline
+            V = β·log mean exp(r/β) (``loss.value: soft``); losses without one refuse ``value: soft``.
+        on_policy_inert: a function of the loss kwargs (defaults filled in) naming the kwargs whose term has zero
+            gradient when π_θ = π_old (one on-policy update per rollout batch), e.g. DGRO's ``beta2``.
+        batch_stats: a function of the loss kwargs (defaults filled in) returning the :class:`BatchStatistics`
+            the trainer computes once per rollout batch and passes as ``batch_stats``.
+        trl: TRL's own loss (``params`` are then the fields of ``trl.GRPOConfig``).
 
     Re-registering the same function (same module and qualified name, e.g. after a
     module reload) is allowed; registering a different function under a taken name
@@ -158,12 +245,19 @@ def register_loss(
         old = _LOSSES.get(name)
         if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
             raise ValueError(f"loss {name!r} is already registered to {old.__module__}.{old.__qualname__}")
+        own = None if trl else (tuple(params) if params is not None else _signature_params(name, fn, req))
         _LOSSES[name] = fn
         _REQUIRES[name] = req
+        _PARAMS[name] = own
+        _SPEC_PARAMS[name] = tuple(spec_params)
+        for table, value in ((_SOFT_BETA, soft_beta), (_ON_POLICY_INERT, on_policy_inert), (_BATCH_STATS, batch_stats),
+                             (_EXTRA_ROLLOUTS, extra_rollouts)):
+            if value is not None:
+                table[name] = value
+            else:
+                table.pop(name, None)
         if temperatures is not None:
             _TEMPERATURES[name] = lambda kw: tuple(float(t) for t in temperatures(kw))
-        if extra_rollouts is not None:
-            _EXTRA_ROLLOUTS[name] = extra_rollouts
         return fn
 
     return decorator
@@ -193,12 +287,93 @@ def loss_requires(name: str) -> tuple[str, ...]:
     return _REQUIRES[name]
 
 
+def _trl_config_fields() -> tuple[str, ...]:
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    return tuple(f.name for f in dataclasses.fields(GRPOConfig))
+
+
+def loss_params(name: str) -> tuple[str, ...]:
+    """Every key ``loss.kwargs`` may set for the loss ``name``: its function's keyword arguments plus the keys its
+    extra-rollout spec reads; for TRL's own losses the ``trl.GRPOConfig`` fields. Unknown name -> ``KeyError``."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    own = _PARAMS[name]
+    if own is None:
+        return _trl_config_fields()
+    return own + tuple(k for k in _SPEC_PARAMS[name] if k not in own)
+
+
+def validate_loss_kwargs(name: str, kwargs: dict | None) -> None:
+    """Refuse keys that the loss ``name`` does not take: ``ValueError`` naming the key and listing the valid ones
+    (a typo such as ``beta_2`` would otherwise be dropped without a word)."""
+    valid = loss_params(name)
+    bad = sorted(k for k in (kwargs or {}) if k not in valid)
+    if bad:
+        what = "trl.GRPOConfig fields (TRL's own loss)" if _PARAMS[name] is None else "its keyword arguments"
+        shown = ", ".join(sorted(valid)) if _PARAMS[name] is not None else "e.g. epsilon, epsilon_high, beta, delta"
+        raise ValueError(f"loss {name!r} has no parameter {bad[0]!r}" + (f" (nor {bad[1:]})" if len(bad) > 1 else "")
+                         + f"; valid: {what}: {shown}")
+
+
+def loss_call_kwargs(name: str, kwargs: dict | None) -> dict:
+    """The part of ``kwargs`` passed to the loss function (the extra-rollout spec's own keys are left out);
+    validates first (:func:`validate_loss_kwargs`)."""
+    validate_loss_kwargs(name, kwargs)
+    own = _PARAMS[name] or ()
+    return {k: v for k, v in (kwargs or {}).items() if k in own}
+
+
+def _resolved(name: str, kwargs: dict | None) -> dict:
+    """``kwargs`` with the loss function's own defaults filled in (so a declared quantity never depends on a default
+    written a second time elsewhere)."""
+    validate_loss_kwargs(name, kwargs)
+    out = {}
+    if _PARAMS[name] is not None:
+        for p in inspect.signature(_LOSSES[name]).parameters.values():
+            if p.name in (_PARAMS[name] or ()) and p.default is not inspect.Parameter.empty:
+                out[p.name] = p.default
+    out.update(kwargs or {})
+    return out
+
+
+def loss_soft_beta(name: str, kwargs: dict | None = None) -> float:
+    """β of the soft value baseline for the loss ``name`` configured with ``kwargs`` (DGRO Eq. 15: β = 2β2/β1);
+    ``ValueError`` when the loss defines none."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _SOFT_BETA.get(name)
+    if fn is None:
+        have = ", ".join(sorted(_SOFT_BETA)) or "none"
+        raise ValueError(f"loss {name!r} defines no soft-value temperature beta (value: soft); losses that do: {have}")
+    return float(fn(_resolved(name, kwargs)))
+
+
+def loss_on_policy_inert(name: str, kwargs: dict | None = None) -> tuple[str, ...]:
+    """Names of the kwargs of ``name`` whose term has zero gradient with one on-policy update per rollout batch
+    (``()`` when none, or when they are 0 anyway)."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _ON_POLICY_INERT.get(name)
+    return tuple(fn(_resolved(name, kwargs))) if fn is not None else ()
+
+
+def loss_batch_statistics(name: str, kwargs: dict | None = None) -> BatchStatistics | None:
+    """The :class:`BatchStatistics` the loss ``name`` needs once per rollout batch, or None."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _BATCH_STATS.get(name)
+    return fn(_resolved(name, kwargs)) if fn is not None else None
+
+
 def loss_temperatures(name: str, kwargs: dict | None = None) -> tuple[float, ...]:
     """Temperatures at which the loss ``name`` (configured with ``kwargs``) needs log-probs (``()`` for none)."""
     if name not in _REQUIRES:
         raise _unknown(name)
     fn = _TEMPERATURES.get(name)
-    return fn(dict(kwargs or {})) if fn is not None else ()
+    return fn(_resolved(name, kwargs)) if fn is not None else ()
 
 
 def loss_extra_rollouts(name: str, kwargs: dict | None = None) -> ExtraRollouts | None:
@@ -317,7 +492,13 @@ def _norm(x: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(x))
 
 
-@register_loss("dgro")
+def _dgro_soft_beta(kw: dict) -> float:
+    if kw["beta1"] == 0:
+        raise ValueError("value 'soft' needs beta1 != 0 (beta = 2*beta2/beta1, DGRO Eq. 15)")
+    return 2.0 * kw["beta2"] / kw["beta1"]
+
+
+@register_loss("dgro", soft_beta=_dgro_soft_beta, on_policy_inert=lambda kw: ("beta2",) if kw["beta2"] != 0 else ())
 def dgro_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -329,7 +510,6 @@ def dgro_loss(
     ratio_level: str = "sequence",
     aggregation: str | None = None,
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """DGRO loss (DGRO paper Eq. 4, gradient Eq. 5, group estimate Eq. 6).
 
@@ -430,7 +610,7 @@ def dgro_loss(
     return loss, metrics
 
 
-@register_loss("kimi")
+@register_loss("kimi", soft_beta=lambda kw: kw["tau"], on_policy_inert=lambda kw: ("tau",) if kw["tau"] != 0 else ())
 def kimi_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -441,7 +621,6 @@ def kimi_loss(
     ratio_level: str = "sequence",
     aggregation: str | None = None,
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Kimi k1.5's online policy-mirror-descent loss as a DGRO preset (DGRO Table 1, Eq. 14).
 
@@ -468,7 +647,7 @@ def kimi_loss(
     )
 
 
-@register_loss("dro", requires=("ref_logps", "rewards", "values"))
+@register_loss("dro", requires=("ref_logps", "rewards", "values"), soft_beta=lambda kw: kw["beta"])
 def dro_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -483,7 +662,6 @@ def dro_loss(
     ratio_level: str = "sequence",
     aggregation: str | None = None,
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """DRO (Richemond et al. 2024) as a DGRO preset (DGRO Table 1, Eq. 13): β1 = β, β2 = β²/2, π_src = π_ref.
 
@@ -578,20 +756,20 @@ def compute_advantages(
     group_size: int,
     *,
     value: str = "group_mean",
-    beta1: float = 1.0,
-    beta2: float = 0.1,
+    soft_beta: float | None = None,
     scale: str | None = None,
     eps: float = 1e-4,
 ) -> torch.Tensor:
     """Advantages A_i = r_i − V (B,) for contiguous groups of ``group_size``.
 
     - ``value="group_mean"``: V = r̄ (DGRO Eq. 6, Kimi k1.5);
-      ``value="soft"``: V = :func:`soft_value_baseline` with β = 2β2/β1 (Eq. 15).
-      β1/β2 are read only for "soft".
+      ``value="soft"``: V = :func:`soft_value_baseline` with β = ``soft_beta`` (for DGRO β = 2β2/β1, Eq. 15:
+      the loss declares it, :func:`loss_soft_beta`).
     - ``scale=None``: no scaling (DGRO); ``scale="group_std"``: divide by the group's
       unbiased std + eps (GRPO as in TRL, eps = 1e-4; a group of size 1 has std 0).
 
-    Must run on the groups before any row shuffle. Invalid value/scale -> ValueError.
+    Must run on the groups before any row shuffle. Invalid value/scale, or ``value="soft"`` without
+    ``soft_beta`` -> ValueError.
     """
     if value not in VALUES:
         raise ValueError(f"unknown value {value!r}; valid: {', '.join(VALUES)}")
@@ -600,9 +778,9 @@ def compute_advantages(
     if value == "group_mean":
         v = group_mean_baseline(rewards, group_size)
     else:
-        if beta1 == 0:
-            raise ValueError("value='soft' needs beta1 != 0 (β = 2β2/β1)")
-        v = soft_value_baseline(rewards, group_size, 2.0 * beta2 / beta1)
+        if soft_beta is None:
+            raise ValueError("value='soft' needs soft_beta (the loss's soft-value temperature, loss_soft_beta)")
+        v = soft_value_baseline(rewards, group_size, float(soft_beta))
     adv = rewards - v
     if scale == "group_std":
         g = _groups(rewards, group_size)
@@ -658,7 +836,7 @@ def _trl_delegate(loss_type: str) -> LossFn:
 
 
 for _lt in TRL_LOSSES:
-    register_loss(_lt)(_trl_delegate(_lt))
+    register_loss(_lt, trl=True)(_trl_delegate(_lt))
 
 
 # ---------------------------------------------------------------------------
@@ -736,12 +914,11 @@ def _prep_tokens(logps, old_logps, mask, advantages):
 
 
 # ---------------------------------------------------------------------------
-# DCPO and the J1/J3 regularizers (DESIGN §3, recovered from the authors' code)
+# DCPO and the J1/J3 regularizers (recovered from the authors' code, 597358816/DCPO at 15dc716)
 # ---------------------------------------------------------------------------
 
 DCPO_COMBINE = ("convex", "additive")
 DCPO_WEIGHTS = ("rho", "one")
-ENTROPY_SOURCES = ("nll", "full")
 
 
 def dcpo_temperature(entropy: float, *, entropy_base: float = 0.5, t_high: float = 1.2, t_low: float = 0.8) -> float:
@@ -758,6 +935,38 @@ def dcpo_alpha(entropy: float, frac_correct: float, *, entropy_base: float = 0.5
         return 0.0
     a = min(abs(entropy_base - entropy), alpha_cap) / frac_correct
     return a / (1.0 + a)
+
+
+def dcpo_batch_stats(
+    rewards: torch.Tensor,
+    entropy: float,
+    *,
+    entropy_base: float = 0.5,
+    t_high: float = 1.2,
+    t_low: float = 0.8,
+    alpha: float | str = "adaptive",
+    alpha_cap: float = 0.1,
+    correct_threshold: float = 0.05,
+) -> dict[str, float]:
+    """DCPO's once-per-rollout-batch scalars (597358816/DCPO ``verl/trainer/ray_trainer.py`` at 15dc716, computed on
+    the driver): ``{"H", "T", "frac_correct", "alpha"}``.
+
+    rewards (N,) the raw rewards of the *whole* rollout batch (every process's rows); entropy the policy entropy
+    H (which one: :class:`BatchStatistics`). T = :func:`dcpo_temperature`; frac_correct = mean of
+    1[r > correct_threshold]; alpha = :func:`dcpo_alpha` for ``"adaptive"``, else the fixed number.
+    """
+    if rewards.dim() != 1:
+        raise ValueError(f"rewards must be (N,), got shape {tuple(rewards.shape)}")
+    H = float(entropy)
+    frac = float((rewards.detach() > correct_threshold).float().mean()) if rewards.numel() else 0.0
+    if isinstance(alpha, str):
+        if alpha != "adaptive":
+            raise ValueError(f"alpha must be 'adaptive' or a number, got {alpha!r}")
+        a = dcpo_alpha(H, frac, entropy_base=entropy_base, alpha_cap=alpha_cap)
+    else:
+        a = float(alpha)
+    return {"H": H, "T": dcpo_temperature(H, entropy_base=entropy_base, t_high=t_high, t_low=t_low),
+            "frac_correct": frac, "alpha": a}
 
 
 def dcpo_advantages(
@@ -780,10 +989,20 @@ def dcpo_advantages(
 
 
 def _dcpo_temps(kw: dict) -> tuple[float, float]:
-    return (float(kw.get("t_high", 1.2)), float(kw.get("t_low", 0.8)))
+    return (float(kw["t_high"]), float(kw["t_low"]))
 
 
-@register_loss("dcpo", requires=("rewards", "temp_logps", "entropies"), temperatures=_dcpo_temps)
+_DCPO_STAT_KEYS = ("entropy_base", "t_high", "t_low", "alpha", "alpha_cap", "correct_threshold")
+
+
+def _dcpo_stats_spec(kw: dict) -> BatchStatistics:
+    fixed = {k: kw[k] for k in _DCPO_STAT_KEYS}
+    return BatchStatistics(compute=lambda rewards, entropy: dcpo_batch_stats(rewards, entropy, **fixed),
+                           entropy_source=kw["entropy_source"], entropy_from=kw["entropy_from"])
+
+
+@register_loss("dcpo", requires=("rewards", "temp_logps", "entropies", "batch_stats"), temperatures=_dcpo_temps,
+               batch_stats=_dcpo_stats_spec)
 def dcpo_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -793,6 +1012,7 @@ def dcpo_loss(
     rewards: torch.Tensor,
     temp_logps: dict[float, torch.Tensor],
     entropies: torch.Tensor | None = None,
+    batch_stats: dict[str, float] | None = None,
     entropy_base: float = 0.5,
     t_high: float = 1.2,
     t_low: float = 0.8,
@@ -803,35 +1023,42 @@ def dcpo_loss(
     weight: str = "rho",
     correct_threshold: float = 0.05,
     entropy_source: str = "nll",
+    entropy_from: str = "previous_step",
     epsilon: float = 0.2,
     epsilon_high: float | None = None,
     dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """DCPO: GRPO plus a REINFORCE regularizer under the temperature-T target distribution (DESIGN §3).
+    """DCPO: GRPO plus a REINFORCE regularizer under the temperature-T target distribution.
 
-    The DCPO text lost its equations; this follows DESIGN §3 (the authors' verl code):
+    The DCPO text lost its equations; this follows the authors' code (597358816/DCPO,
+    ``verl/trainer/ray_trainer.py`` at commit 15dc716):
 
-    1. H = policy entropy of the batch: ``entropy_source="nll"`` the token-mean of −ℓ^old over sampled
-       tokens (the authors' choice), ``"full"`` the token-mean full-vocabulary entropy (``entropies``).
+    1. H = the policy entropy. The authors use the *previous* step's ``actor/entropy_loss``: the token-mean
+       −log π of the sampled tokens measured during the previous rollout batch's update, 0 before the first step
+       (``entropy_source="nll"``, ``entropy_from="previous_step"``, the defaults). ``entropy_source="full"``
+       uses the full-vocabulary entropy instead; ``entropy_from="rollout"`` measures H on this rollout batch
+       under π_old (no lag; an extra no-grad scoring pass in the trainer).
     2. T = T_high if H <= H0 (``entropy_base``) else T_low (:func:`dcpo_temperature`).
     3. ρ_{i,t} = exp(ℓ^{old,T}_{i,t} − ℓ^old_{i,t}) (detached, not clipped); ``double_is=False`` → ρ = 1
        (the paper's "without double IS" ablation). ``weight="one"`` also gives 1 (J1 of Table 1).
     4. R_i = 1[r_i > correct_threshold] from the raw rewards.
-    5. α: ``"adaptive"`` → :func:`dcpo_alpha` over this batch (0 when nothing is correct), or a fixed float
+    5. α: ``"adaptive"`` → :func:`dcpo_alpha` (0 when nothing is correct), or a fixed float
        (``alpha=0`` is the "without REINFORCE" ablation).
     6. Ã = :func:`dcpo_advantages` (``combine="convex"`` authors' code, ``"additive"`` J_GRPO + α·J_reg);
        then the PPO clipped loss (ε, dual clip 3.0 for Ã < 0) aggregated ``token-mean``.
 
+    H, T, the correct fraction and α are statistics of the whole rollout batch (1, 2, 5): the trainer computes
+    them once, over every process's rows, with :func:`dcpo_batch_stats` and passes them as ``batch_stats``, so
+    neither the micro-batch split nor the number of processes changes them. Called without ``batch_stats``
+    (a standalone call), they are computed from the rows of this call, with H from this call's tokens
+    (``entropy_from`` is then not used): the authors' values only when the call holds the whole rollout batch.
+
     Shapes: logps/old_logps/mask (B, T); advantages (B,) — GRPO's group-normalised Â (configure the
     trainer with ``scale: group_std``); rewards (B,) raw; temp_logps {T: (B, T) ℓ^{old,T}} for T_high and
-    T_low; entropies (B, T) (only read with ``entropy_source="full"``).
-
-    Batch statistics (H, the correct fraction) are over the rows this call receives: identical to the
-    authors' per-batch statistics when one micro-batch holds the whole rollout batch. ℓ^{old,T} is what
-    the trainer supplies (for the on-policy setting DCPO uses, the current forward pass, detached).
+    T_low; entropies (B, T) (read for ``entropy_source="full"`` without ``batch_stats``, and for the metric).
+    ℓ^{old,T} is what the trainer supplies (scored at generation time when the batch feeds several updates).
 
     Metrics: ``dcpo/{alpha,T,H,rho_mean,rho_max,rho_min,frac_correct,adv_mean}`` plus clip fractions,
     log-ratio mean/std and entropy under ``dcpo/``.
@@ -840,18 +1067,26 @@ def dcpo_loss(
         raise ValueError(f"unknown weight {weight!r}; valid: {', '.join(DCPO_WEIGHTS)}")
     if entropy_source not in ENTROPY_SOURCES:
         raise ValueError(f"unknown entropy_source {entropy_source!r}; valid: {', '.join(ENTROPY_SOURCES)}")
+    if entropy_from not in ENTROPY_FROM:
+        raise ValueError(f"unknown entropy_from {entropy_from!r}; valid: {', '.join(ENTROPY_FROM)}")
     lp, old, m, adv, valid = _prep_tokens(logps, old_logps, mask, advantages)
     B = lp.shape[0]
     if rewards.shape != (B,):
         raise ValueError(f"rewards must be (B,)=({B},), got {tuple(rewards.shape)}")
     with torch.no_grad():
-        if entropy_source == "nll":
-            H = float((-old * m).sum() / m.sum().clamp(min=1.0))
-        else:
-            if entropies is None:
-                raise ValueError("entropy_source='full' needs entropies (B, T)")
-            H = _masked_mean(entropies.detach().to(m.dtype), m)
-        T = dcpo_temperature(H, entropy_base=entropy_base, t_high=t_high, t_low=t_low)
+        if batch_stats is None:
+            if entropy_source == "nll":
+                H = float((-old * m).sum() / m.sum().clamp(min=1.0))
+            else:
+                if entropies is None:
+                    raise ValueError("entropy_source='full' needs entropies (B, T)")
+                H = _masked_mean(entropies.detach().to(m.dtype), m)
+            batch_stats = dcpo_batch_stats(rewards, H, entropy_base=entropy_base, t_high=t_high, t_low=t_low,
+                                           alpha=alpha, alpha_cap=alpha_cap, correct_threshold=correct_threshold)
+        missing = sorted({"H", "T", "frac_correct", "alpha"} - set(batch_stats))
+        if missing:
+            raise KeyError(f"batch_stats lacks {missing} (see dcpo_batch_stats)")
+        H, T, a = float(batch_stats["H"]), float(batch_stats["T"]), float(batch_stats["alpha"])
         if double_is and weight == "rho":
             key = next((k for k in temp_logps if abs(float(k) - T) < 1e-9), None)
             if key is None:
@@ -861,57 +1096,55 @@ def dcpo_loss(
         else:
             rho = m.clone()
         correct = (rewards.detach() > correct_threshold).to(m.dtype)
-        frac = float(correct.mean()) if B else 0.0
-        if isinstance(alpha, str):
-            if alpha != "adaptive":
-                raise ValueError(f"alpha must be 'adaptive' or a number, got {alpha!r}")
-            a = dcpo_alpha(H, frac, entropy_base=entropy_base, alpha_cap=alpha_cap)
-        else:
-            a = float(alpha)
         adv_t = dcpo_advantages(adv, correct, rho, alpha=a, combine=combine) * m
-    loss, metrics = _clipped_pg("dcpo", lp, old, m, adv_t, entropies, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
+    loss, metrics = _clipped_pg("dcpo", lp, old, m, adv_t, entropies, epsilon=epsilon, epsilon_high=epsilon_high,
+                                dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
     rv = rho[valid] if bool(valid.any()) else rho.new_ones(1)
     metrics.update({
-        "dcpo/alpha": a, "dcpo/T": T, "dcpo/H": H, "dcpo/frac_correct": frac,
+        "dcpo/alpha": a, "dcpo/T": T, "dcpo/H": H, "dcpo/frac_correct": float(batch_stats["frac_correct"]),
         "dcpo/rho_mean": float(rv.mean()), "dcpo/rho_max": float(rv.max()), "dcpo/rho_min": float(rv.min()),
         "dcpo/adv_mean": _masked_mean(adv_t, m),
     })
     return loss, metrics
 
 
-def _j_preset(weight: str):
-    def fn(logps, old_logps, mask, advantages, *, rewards, temp_logps=None, alpha: float = 0.1, **kw):
-        for fixed in ("combine", "weight"):
-            if fixed in kw:
-                raise ValueError(f"{fixed!r} is fixed by the J preset; use loss 'dcpo' to set it")
-        if isinstance(alpha, str):
-            raise ValueError(f"the J presets take a fixed numeric alpha, got {alpha!r}")
-        return dcpo_loss(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps or {},
-                         alpha=float(alpha), combine="additive", weight=weight, **kw)
+def _j_preset(name: str, weight: str, requires: tuple[str, ...], doc: str) -> LossFn:
+    """Register a DCPO Table 1 preset: :func:`dcpo_loss` with ``combine="additive"``, the given ``weight`` and a
+    fixed numeric α (default 0.1). Its signature is DCPO's less the fixed arguments, so the registry validates
+    and fills its kwargs like any other loss."""
+    drop = {"combine", "weight"} | ({"temp_logps"} if "temp_logps" not in requires else set())
+    sig = inspect.Signature([p.replace(default=0.1) if p.name == "alpha" else p
+                             for p in inspect.signature(dcpo_loss).parameters.values() if p.name not in drop])
 
-    return fn
+    def fn(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)  # an unknown key is a TypeError, as for every loss
+        bound.apply_defaults()
+        kw = dict(bound.arguments)
+        if isinstance(kw["alpha"], str):
+            raise ValueError(f"the J presets take a fixed numeric alpha, got {kw['alpha']!r}")
+        kw.setdefault("temp_logps", {})
+        return dcpo_loss(**kw, combine="additive", weight=weight)
+
+    fn.__signature__ = sig  # type: ignore[attr-defined]
+    fn.__name__ = fn.__qualname__ = f"{name}_loss"
+    fn.__doc__ = doc
+    temps = _dcpo_temps if "temp_logps" in requires else None
+    return register_loss(name, requires=requires, temperatures=temps, batch_stats=_dcpo_stats_spec)(fn)
 
 
-@register_loss("j1", requires=("rewards", "entropies"))
-def j1_loss(logps, old_logps, mask, advantages, *, rewards, alpha: float = 0.1, **kw):
-    """DCPO Table 1, J1: J = J_GRPO + α·J_reg with the REINFORCE regularizer on samples from π_old, weight 1.
+j1_loss = _j_preset("j1", "one", ("rewards", "entropies", "batch_stats"), """DCPO Table 1, J1: J = J_GRPO + α·J_reg
+    with the REINFORCE regularizer on samples from π_old, weight 1.
 
-    Equals :func:`dcpo_loss` with ``combine="additive"``, ``weight="one"`` and a fixed ``alpha``
-    (Ã = Â + α·R_i). Other kwargs as :func:`dcpo_loss` (T is still chosen and logged, not used).
-    """
-    return _j_preset("one")(logps, old_logps, mask, advantages, rewards=rewards, alpha=alpha, **kw)
+    Equals :func:`dcpo_loss` with ``combine="additive"``, ``weight="one"`` and a fixed ``alpha`` (Ã = Â + α·R_i).
+    Other kwargs as :func:`dcpo_loss` (T is still chosen and logged, not used).""")
 
-
-@register_loss("j3", requires=("rewards", "temp_logps", "entropies"), temperatures=_dcpo_temps)
-def j3_loss(logps, old_logps, mask, advantages, *, rewards, temp_logps, alpha: float = 0.1, **kw):
-    """DCPO Table 1, J3: samples from π_old, importance weight ρ = π_old^T/π_old (DCPO's regularizer with a
-    fixed α, additive: Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π."""
-    return _j_preset("rho")(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps,
-                            alpha=alpha, **kw)
+j3_loss = _j_preset("j3", "rho", ("rewards", "temp_logps", "entropies", "batch_stats"), """DCPO Table 1, J3: samples
+    from π_old, importance weight ρ = π_old^T/π_old (DCPO's regularizer with a fixed α, additive:
+    Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π. Other kwargs as :func:`dcpo_loss`.""")
 
 
 # ---------------------------------------------------------------------------
-# Losses on extra temperature-T rollouts: AEPO, J2, J4 (DESIGN §3; DCPO Table 1)
+# Losses on extra temperature-T rollouts: AEPO, J2, J4 (DCPO Table 1; 597358816/AEPO)
 # ---------------------------------------------------------------------------
 
 
@@ -919,16 +1152,23 @@ def _spec_kwargs(kw: dict, names: tuple[str, ...]) -> dict:
     return {k: kw[k] for k in names if k in kw}
 
 
-_SPEC_KEYS = ("fraction", "entropy_base", "t_high", "t_low")
+_SPEC_KEYS = ("fraction", "entropy_base", "t_high", "t_low", "entropy_source")
+_AEPO_SPEC_KEYS = _SPEC_KEYS + ("min_advantage", "reinforce_sample_num")
+
+AEPO_FRACTION = 0.25
+"""Share of the prompts AEPO samples again at T: the authors' trainer since 597358816/AEPO commit 1a3e368
+(2025-11-24, kept at 15dc716) takes ``gen_batch_bak[:len(gen_batch_bak) // 4]``; the older 07f16ff resampled the
+whole batch (``fraction: 1.0``)."""
 
 
 def _aepo_spec(kw: dict) -> ExtraRollouts:
-    return ExtraRollouts(placement="replace", min_advantage=float(kw.get("min_advantage", 0.05)),
-                         set_advantage=1.0, max_rows=kw.get("reinforce_sample_num", 60), halve_above_base=True,
-                         **_spec_kwargs(kw, _SPEC_KEYS))
+    return ExtraRollouts(placement="replace", fraction=float(kw.get("fraction", AEPO_FRACTION)),
+                         min_advantage=float(kw.get("min_advantage", 0.05)), set_advantage=1.0,
+                         max_rows=kw.get("reinforce_sample_num", 60), halve_above_base=True,
+                         **_spec_kwargs(kw, ("entropy_base", "t_high", "t_low", "entropy_source")))
 
 
-@register_loss("aepo", requires=("rollout_flags",), extra_rollouts=_aepo_spec)
+@register_loss("aepo", requires=("rollout_flags",), extra_rollouts=_aepo_spec, spec_params=_AEPO_SPEC_KEYS)
 def aepo_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -941,17 +1181,18 @@ def aepo_loss(
     dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """AEPO (597358816/AEPO, ``ray_trainer.py``; DESIGN §3): GRPO's PPO loss on a batch in which up to
+    """AEPO (597358816/AEPO ``verl/trainer/ray_trainer.py`` at 15dc716): GRPO's PPO loss on a batch in which up to
     ``reinforce_sample_num`` temperature-T samples with GRPO advantage > ``min_advantage`` (0.05) replace the
     first on-policy rows, with their advantage set to 1 (half as many when H > H0).
 
     The substitution is the rollout spec (:class:`ExtraRollouts`, placement ``"replace"``) that the trainer
     applies before this function runs; the loss itself is the clipped surrogate (ε 0.2, dual clip 3.0 as
-    DCPO) aggregated ``token-mean``. Spec kwargs (read at registration, ignored here): ``fraction`` (1.0: the
-    authors' trainer samples the whole batch again; DESIGN §3 says a quarter), ``entropy_base``, ``t_high``,
-    ``t_low``, ``min_advantage``, ``reinforce_sample_num`` (an absolute row count, scale it with the batch).
+    DCPO) aggregated ``token-mean``. Spec kwargs (read at registration, not passed here): ``fraction``
+    (default :data:`AEPO_FRACTION` = 0.25, the authors' code since 1a3e368; 1.0 reproduces the older 07f16ff),
+    ``entropy_base``, ``t_high``, ``t_low``, ``entropy_source`` (H: the previous step's token-mean −log π of the
+    sampled tokens, as the authors), ``min_advantage``, ``reinforce_sample_num`` (an absolute row count over the
+    whole rollout batch, all processes together, as on the authors' driver; scale it with the batch).
 
     Shapes: logps/old_logps/mask (B, T); advantages (B,) or (B, T); rollout_flags (B,) 1 on substituted rows.
     Metrics: ``aepo/frac_substituted`` plus clip fractions, log-ratio mean/std under ``aepo/``.
@@ -965,6 +1206,11 @@ def aepo_loss(
 
 def _append_spec(kw: dict) -> ExtraRollouts:
     return ExtraRollouts(placement="append", **_spec_kwargs(kw, _SPEC_KEYS))
+
+
+def _j4_temps(kw: dict) -> tuple[float, float]:
+    spec = _append_spec(kw)  # J4 scores its extra rows at the temperatures they were sampled at
+    return (spec.t_high, spec.t_low)
 
 
 def _j_extra(prefix, logps, old_logps, mask, advantages, rewards, rollout_flags, weight_fn, *, alpha,
@@ -995,7 +1241,7 @@ def _j_extra(prefix, logps, old_logps, mask, advantages, rewards, rollout_flags,
     return pg + alpha * reg, metrics
 
 
-@register_loss("j2", requires=("rewards", "rollout_flags"), extra_rollouts=_append_spec)
+@register_loss("j2", requires=("rewards", "rollout_flags"), extra_rollouts=_append_spec, spec_params=_SPEC_KEYS)
 def j2_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -1011,7 +1257,6 @@ def j2_loss(
     dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """DCPO Table 1, J2 (AEPO's regularizer): J = J_GRPO + α·J_reg, J_reg = E_{y~π_old^T}[R(y)·∇log π(y)]
     estimated on extra samples drawn at temperature T, weight 1.
@@ -1029,7 +1274,7 @@ def j2_loss(
 
 
 @register_loss("j4", requires=("rewards", "rollout_flags", "rollout_temps", "temp_logps"),
-               temperatures=_dcpo_temps, extra_rollouts=_append_spec)
+               temperatures=_j4_temps, extra_rollouts=_append_spec, spec_params=_SPEC_KEYS)
 def j4_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -1047,7 +1292,6 @@ def j4_loss(
     dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """DCPO Table 1, J4: samples from π_old^T with importance weight 1/ρ = π_old/π_old^T, i.e. the regularizer
     estimates E_{y~π_old}[R·∇log π] from temperature-T samples (the paper reports that J4 collapses entropy).
@@ -1078,6 +1322,33 @@ def j4_loss(
 # ---------------------------------------------------------------------------
 
 
+@register_loss("grpo_verl")
+def grpo_verl_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """GRPO as the DCPO/AEPO authors' trainer updates the actor (597358816/DCPO ``verl/workers/actor/dp_actor.py``
+    and ``verl/workers/actor/config.py`` at 15dc716): PPO clipped surrogate with ε_low = ε_high = 0.2, dual clip
+    3.0 for Â < 0, token-mean over the micro-batch, no KL term; Â the group-normalised advantage (configure the
+    trainer with ``scale: group_std``).
+
+    DCPO, AEPO, Entropy-Reg and Entropy-Adv share exactly this update in the authors' code, so the DCPO
+    comparison uses this entry; TRL's ``grpo`` (per-sequence token mean, no dual clip) stays for the DGRO
+    notebooks. Shapes: logps/old_logps/mask (B, T); advantages (B,) or (B, T). Metrics under ``grpo_verl/``.
+    """
+    lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
+    return _clipped_pg("grpo_verl", lp, old, m, adv * m, None, epsilon=epsilon, epsilon_high=epsilon_high,
+                       dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
+
+
 @register_loss("entropy_reg", requires=("entropies",))
 def entropy_reg_loss(
     logps: torch.Tensor,
@@ -1086,23 +1357,34 @@ def entropy_reg_loss(
     advantages: torch.Tensor,
     *,
     entropies: torch.Tensor,
-    coef: float = 0.001,
+    coef: float = 0.03,
+    entropy_source: str = "nll",
     epsilon: float = 0.2,
     epsilon_high: float | None = None,
-    dual_clip: float | None = None,
+    dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Entropy-Reg: PPO clipped loss − coef · H̄, H̄ the aggregated full-vocabulary entropy (with gradient).
+    """Entropy-Reg: PPO clipped loss − coef · H̄ (with gradient), on the authors' shared actor update (dual clip 3,
+    token-mean; :func:`grpo_verl_loss`).
 
-    ``entropies`` (B, T) must carry the graph (TRL's fused head does). ``coef`` 0.001 is our default (the
-    DCPO paper does not print it); set it in the params file. Metrics under ``entropy_reg/``.
+    H̄: ``entropy_source="nll"`` the aggregated −log π of the sampled tokens, the estimator the authors' actor
+    subtracts (597358816/DCPO ``verl/workers/actor/dp_actor.py`` at 15dc716: ``pg_loss − entropy_loss ·
+    entropy_coef`` with ``entropy_loss = −masked_mean(log_probs)``); ``"full"`` the full-vocabulary entropy
+    (``entropies`` (B, T), which must then carry the graph, as TRL's fused head gives it).
+    ``coef`` 0.03 is ``entropy_coef`` of the authors' actor config (``verl/workers/actor/config.py``). The DCPO
+    paper prints no coefficient, and the public code has no switch that turns the term on (``use_entropy_loss``
+    is ``init=False``, default off), so 0.03 is the value their code would use, not one the paper confirms.
+    Metrics under ``entropy_reg/``.
     """
+    if entropy_source not in ENTROPY_SOURCES:
+        raise ValueError(f"unknown entropy_source {entropy_source!r}; valid: {', '.join(ENTROPY_SOURCES)}")
     lp, old, m, adv, _valid = _prep_tokens(logps, old_logps, mask, advantages)
-    pg, metrics = _clipped_pg("entropy_reg", lp, old, m, adv, entropies, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation, norm_len=norm_len)
-    ent = torch.where(m > 0, entropies.to(m.dtype), 0.0)
-    h = aggregate(ent, m, aggregation, norm_len=norm_len)
+    pg, metrics = _clipped_pg("entropy_reg", lp, old, m, adv * m, entropies, epsilon=epsilon,
+                              epsilon_high=epsilon_high, dual_clip=dual_clip, aggregation=aggregation,
+                              norm_len=norm_len)
+    ent = -lp if entropy_source == "nll" else torch.where(m > 0, entropies.to(m.dtype), 0.0)
+    h = aggregate(ent * m, m, aggregation, norm_len=norm_len)
     loss = pg - coef * h
     metrics.update({"entropy_reg/pg_loss": float(pg.detach()), "entropy_reg/entropy_term": float(h.detach())})
     return loss, metrics
@@ -1120,15 +1402,15 @@ def entropy_adv_loss(
     kappa: float = 2.0,
     epsilon: float = 0.2,
     epsilon_high: float | None = None,
-    dual_clip: float | None = None,
+    dual_clip: float | None = 3.0,
     aggregation: str = "token-mean",
     norm_len: float | None = None,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Entropy-Adv (Cheng et al. 2025): Ã_{i,t} = Â_i + min(α·H_{i,t}.detach(), |Â_i|/κ), then PPO clip.
 
     The bonus is capped at |Â|/κ so it never flips the sign of a negative advantage (κ > 1). Defaults
-    α = 0.4, κ = 2 as we read that paper; set them in the params file. entropies (B, T). Metrics under
+    α = 0.4, κ = 2 as we read that paper; set them in the params file. The PPO part is the DCPO authors' shared
+    actor update (dual clip 3, token-mean; :func:`grpo_verl_loss`). entropies (B, T). Metrics under
     ``entropy_adv/`` (incl. the mean bonus and the fraction of tokens where the cap binds).
     """
     if kappa <= 0:
@@ -1162,7 +1444,6 @@ def online_dpo_loss(
     group_ids: torch.Tensor,
     ref_logps: torch.Tensor,
     beta: float = 0.1,
-    **_: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Online DPO as a loss on our rollouts: per group, chosen = the highest-reward sample, rejected = the lowest.
 

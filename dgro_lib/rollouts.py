@@ -13,13 +13,13 @@ tensors (``advantages``, ``rewards``, ``group_ids``, ...) (B,); ``num_items_in_b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from .losses import ExtraRollouts
 
-__all__ = ["merge_rollouts", "select_extra_rows"]
+__all__ = ["allocate_extra_rows", "merge_rollouts", "select_extra_rows"]
 
 _LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}
 _RIGHT_PADDED = {"completion_ids": "pad", "completion_mask": 0, "old_per_token_logps": 0.0,
@@ -28,17 +28,34 @@ _RIGHT_PADDED = {"completion_ids": "pad", "completion_mask": 0, "old_per_token_l
 _RECOUNTED = ("num_items_in_batch",)
 
 
-def select_extra_rows(advantages: torch.Tensor, spec: ExtraRollouts, *, high_entropy: bool) -> torch.Tensor:
-    """Indices (in order) of the extra rows that enter the batch: advantage > ``min_advantage`` when set, at
-    most ``max_rows`` of them, half that when ``high_entropy`` and ``spec.halve_above_base`` (AEPO:
-    ``min(reinforce_sample_num, n_kept) // 2``)."""
+def allocate_extra_rows(counts: Sequence[int], spec: ExtraRollouts, *, high_entropy: bool) -> list[int]:
+    """How many qualifying extra rows each process keeps, given every process's count of candidates (in process
+    order): the cap ``spec.max_rows`` (halved when ``high_entropy`` and ``spec.halve_above_base``) holds for the
+    whole rollout batch, as on the AEPO authors' driver (``min(reinforce_sample_num, n_kept) // 2`` over the
+    gathered batch), and is filled in process order, so the kept rows are the first of the global batch."""
+    total = sum(int(c) for c in counts)
+    n = total if spec.max_rows is None else min(int(spec.max_rows), total)
+    if spec.halve_above_base and high_entropy:
+        n //= 2
+    out = []
+    for c in counts:
+        k = min(int(c), n)
+        out.append(k)
+        n -= k
+    return out
+
+
+def select_extra_rows(advantages: torch.Tensor, spec: ExtraRollouts, *, high_entropy: bool,
+                      limit: int | None = None) -> torch.Tensor:
+    """Indices (in order) of the extra rows that enter the batch: advantage > ``min_advantage`` when set, at most
+    ``limit`` of them (this process's share from :func:`allocate_extra_rows`); without ``limit``, the cap is
+    applied to these rows alone (one process)."""
     idx = torch.arange(advantages.shape[0], device=advantages.device)
     if spec.min_advantage is not None:
         idx = idx[advantages > spec.min_advantage]
-    n = idx.numel() if spec.max_rows is None else min(int(spec.max_rows), idx.numel())
-    if spec.halve_above_base and high_entropy:
-        n //= 2
-    return idx[:n]
+    if limit is None:
+        limit = allocate_extra_rows([idx.numel()], spec, high_entropy=high_entropy)[0]
+    return idx[:int(limit)]
 
 
 def _pad_to(x: torch.Tensor, width: int, value, side: str) -> torch.Tensor:
@@ -69,12 +86,15 @@ def merge_rollouts(
     sampling_temperature: float,
     high_entropy: bool,
     pad_token_id: int,
+    limit: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Merge the scored extra rollouts ``extra`` into ``on_policy`` as ``spec`` says.
 
     ``replace``: the selected extra rows (see :func:`select_extra_rows`) take the place of the first on-policy
     rows, so the batch keeps its size (AEPO: ``concat([extra[:n], batch[n:]])``). ``append``: they follow the
     on-policy rows. With ``spec.set_advantage`` the selected rows' advantage is overwritten (AEPO: 1).
+    ``limit``: how many selected rows this process keeps, its share of the global row cap
+    (:func:`allocate_extra_rows`); None applies the cap to these rows alone.
 
     Adds ``rollout_flags`` (B,) (1.0 on rows from the extra rollouts) and ``rollout_temps`` (B,) (the row's
     sampling temperature); recomputes ``num_items_in_batch`` as the local count of loss tokens (the caller
@@ -84,7 +104,7 @@ def merge_rollouts(
     if set(on_policy) != set(extra):
         raise ValueError(f"on-policy and extra batches differ in keys: {sorted(set(on_policy) ^ set(extra))}")
     n_on = on_policy["completion_ids"].shape[0]
-    sel = select_extra_rows(extra["advantages"], spec, high_entropy=high_entropy)
+    sel = select_extra_rows(extra["advantages"], spec, high_entropy=high_entropy, limit=limit)
     if spec.placement == "replace":
         sel = sel[:n_on]
     n = int(sel.numel())

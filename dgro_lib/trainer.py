@@ -1,6 +1,6 @@
 """One ``trl.GRPOTrainer`` subclass that trains with any loss of :mod:`dgro_lib.losses`, looked up by name.
 
-What TRL 1.16 does not give a custom loss, and this class adds (DESIGN section 5):
+What TRL 1.16 does not give a custom loss, and this class adds:
 
 * **Raw rewards and true group statistics.** TRL hands ``_compute_loss`` only its own (possibly
   std-scaled) advantages, after shuffling rows across groups. We capture the raw weighted rewards in
@@ -26,8 +26,15 @@ What TRL 1.16 does not give a custom loss, and this class adds (DESIGN section 5
   policy has moved (``num_iterations > 1`` or ``steps_per_generation > gradient_accumulation_steps``, as in the
   DCPO authors' 4 mini-batches per rollout), they are scored once right after generation instead, so they
   stay log pi_old^T.
+* **Statistics of the whole rollout batch.** A loss registered with ``batch_stats=`` (DCPO, J1, J3) gets
+  ``batch_stats`` computed once per rollout batch, when it is generated, from the raw rewards of every process
+  and the policy entropy its spec names (the previous rollout batch's in-update entropy, averaged over its
+  micro-batches and processes, 0 before the first; or this batch's, from a scoring pass), so neither the
+  micro-batch split nor the number of processes changes them (the DCPO authors compute them on the driver).
+* **Loss kwargs are validated** against the registered loss's parameters at construction (a typo is an error
+  naming the key), and only the loss function's own ones are passed to it.
 * **Extra temperature-T rollouts.** A loss registered with ``extra_rollouts=`` (AEPO, J2, J4) gets, for each
-  rollout batch, G more samples at temperature T (from the previous step's policy entropy) for a fraction of
+  rollout batch, G more samples at temperature T (from the previous rollout batch's policy entropy) for a fraction of
   the prompts, generated and scored by the same TRL code path with the sampling temperature switched;
   :func:`dgro_lib.rollouts.merge_rollouts` substitutes or appends them as the registry entry declares. Their
   logs go under ``extra_rollouts/``.
@@ -46,9 +53,9 @@ import torch
 from trl import GRPOTrainer
 
 from .logprobs import HiddenStateCapture, chunked_logprobs
-from .losses import (compute_advantages, get_loss, group_stats, loss_extra_rollouts, loss_requires,
-                     loss_temperatures, trl_loss_type)
-from .rollouts import merge_rollouts
+from .losses import (compute_advantages, get_loss, group_stats, loss_batch_statistics, loss_call_kwargs,
+                     loss_extra_rollouts, loss_requires, loss_soft_beta, loss_temperatures, trl_loss_type)
+from .rollouts import allocate_extra_rows, merge_rollouts
 
 __all__ = ["DGROTrainer", "ROLLOUT_POLICIES", "make_rollout_func"]
 
@@ -92,15 +99,26 @@ class DGROTrainer(GRPOTrainer):
         self.loss_fn = get_loss(loss_name)
         self.loss_extras = tuple(loss_requires(loss_name))
         self.loss_kwargs = dict(loss_kwargs or {})
+        self._loss_call_kwargs = loss_call_kwargs(loss_name, self.loss_kwargs)  # validates: unknown key -> ValueError
         self.loss_temperatures = loss_temperatures(loss_name, self.loss_kwargs)
+        self.batch_stats_spec = loss_batch_statistics(loss_name, self.loss_kwargs)
         self.trl_loss = trl_loss_type(loss_name)
         self.value = value
+        self.soft_beta = loss_soft_beta(loss_name, self.loss_kwargs) if value == "soft" else None
         self.scale = scale
         self.logprob_chunk_size = int(logprob_chunk_size)
         self.extra_rollouts = loss_extra_rollouts(loss_name, self.loss_kwargs)
         self._last_rollout: dict | None = None
         self._rank_loss = [0.0, 0]  # running (sum, count) of local losses since the last rank log
-        self._last_entropy = 0.0  # token-mean policy entropy of the previous step (AEPO's trainer starts at 0)
+        # Policy entropy measured during the updates of a rollout batch: [sum of -log pi of sampled tokens, sum of
+        # full-vocabulary entropies, count], one token-mean per micro-batch averaged over processes. When the next
+        # rollout batch is generated it becomes the "previous step" entropy (0 before the first, as the DCPO/AEPO
+        # authors' trainer starts) that picks DCPO's/AEPO's temperature.
+        self._update_entropy = [0.0, 0.0, 0]
+        self._prev_entropy = {"nll": 0.0, "full": 0.0}
+        self._rollout_stats: dict[str, float] | None = None  # the loss's batch_stats for the current rollout batch
+        self._extra_candidates: list[int] | None = None  # every process's count of qualifying extra rows
+        self._global_rewards: torch.Tensor | None = None
         self._captured_rewards: torch.Tensor | None = None
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
         if self.extra_rollouts is not None and grpo_args is not None and getattr(grpo_args, "use_vllm", False) \
@@ -168,7 +186,8 @@ class DGROTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         batch = self._generate_with_extra_rollouts(inputs)
         if self.model.training:
-            self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages")}
+            self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages", "rollout_flags")
+                                  if batch.get(k) is not None}
         return batch
 
     def _note_loss(self, loss: torch.Tensor) -> None:
@@ -177,7 +196,8 @@ class DGROTrainer(GRPOTrainer):
 
     def write_rank_log(self, directory, step: int) -> None:
         """Append this process's view of the last step to ``directory/rank<k>.jsonl`` (collective: every rank
-        must call it): its local rollout rows (raw rewards, group ids, advantages), its local loss, the loss
+        must call it): its local rollout rows (raw rewards, group ids, advantages, extra-rollout flags), the loss's
+        rollout-batch statistics, every process's count of qualifying extra rows, its local loss, the loss
         averaged over ranks, and a checksum of the parameters (equal on every rank when DDP synchronised)."""
         import json
         from pathlib import Path
@@ -190,27 +210,85 @@ class DGROTrainer(GRPOTrainer):
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         rec = {"step": step, "rank": self.accelerator.process_index, "world": self.accelerator.num_processes,
-               "loss_local": local, "loss_mean": mean, "param_checksum": checksum,
+               "loss_local": local, "loss_mean": mean, "param_checksum": checksum, "batch_stats": self._rollout_stats,
+               "extra_candidates": self._extra_candidates,
                **{k: v.cpu().tolist() for k, v in (self._last_rollout or {}).items()}}
         with open(d / f"rank{self.accelerator.process_index}.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")
 
+    def _close_update_entropy(self) -> None:
+        """A new rollout batch begins: the entropy measured during the last one's updates becomes the previous
+        step's (kept as it was if no update ran since, e.g. right after a resume)."""
+        s_nll, s_full, n = self._update_entropy
+        if n:
+            self._prev_entropy = {"nll": s_nll / n, "full": s_full / n}
+        self._update_entropy = [0.0, 0.0, 0]
+
+    @torch.no_grad()
+    def _rollout_entropy(self, batch, source: str) -> float:
+        """Token-mean entropy of this rollout batch under pi_old over every process's completion tokens (all-reduced
+        sums): -log pi of the sampled tokens (``nll``; TRL's ``old_per_token_logps`` when it scored them) or the
+        full-vocabulary entropy (``full``), from a no-grad scoring pass in micro-batches."""
+        mask = batch["completion_mask"] if batch.get("tool_mask") is None else batch["completion_mask"] * batch["tool_mask"]
+        mask = mask.float()
+        old = batch.get("old_per_token_logps")
+        if source == "nll" and old is not None:
+            total = -(old.float() * mask).sum()
+        else:
+            input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+            attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+            P, bs, total = batch["prompt_ids"].size(1), self.args.per_device_train_batch_size, torch.zeros(())
+            for s in range(0, input_ids.size(0), bs):
+                lps, ents, _, _ = self._forward_rows(self.model, input_ids[s:s + bs], attention_mask[s:s + bs],
+                                                     batch["completion_ids"][s:s + bs], P, want_temps=False,
+                                                     want_values=False, compute_entropy=source == "full")
+                per_token = -lps if source == "nll" else ents
+                total = total + (per_token.float() * mask[s:s + bs]).sum().cpu()
+        sums = torch.stack([total.to(self.accelerator.device).float(), mask.sum().to(self.accelerator.device)])
+        sums = self.accelerator.reduce(sums, reduction="sum")
+        return float(sums[0] / sums[1].clamp(min=1.0))
+
+    def _rollout_batch_stats(self, batch) -> dict[str, float]:
+        """The loss's once-per-rollout-batch statistics (DCPO: H, T, correct fraction, alpha) over the whole batch:
+        the raw rewards of every process (gathered before the shuffle) and the entropy its spec names."""
+        spec = self.batch_stats_spec
+        if spec.entropy_from == "previous_step":
+            H = self._prev_entropy[spec.entropy_source]
+        else:
+            H = self._rollout_entropy(batch, spec.entropy_source)
+        stats = spec.compute(self._global_rewards, H)
+        for key, val in stats.items():
+            self._metrics["train"][f"batch_stats/{key}"].append(float(val))
+        return stats
+
     def _generate_with_extra_rollouts(self, inputs):
+        training = self.model.training
+        if training:
+            self._close_update_entropy()
         output = self._score_rollouts(inputs)
+        if training and self.batch_stats_spec is not None:
+            self._rollout_stats = self._rollout_batch_stats(output)
         spec = self.extra_rollouts
-        if spec is None or not self.model.training:
+        if spec is None or not training:
             return output
         G = self.num_generations
         if len(inputs) % G:
             raise ValueError(f"extra rollouts need whole groups on each process: {len(inputs)} local rows, G={G} "
                              "(make per_device_train_batch_size a multiple of num_generations)")
         k = spec.n_prompts(len(inputs) // G)
-        T = spec.temperature(self._last_entropy)
+        H = self._prev_entropy[spec.entropy_source]
+        T = spec.temperature(H)
         with self._sampling_temperature(T), self._metrics_under("train", "extra_rollouts/"):
             extra = self._score_rollouts(inputs[: k * G], group_offset=self.accelerator.num_processes * len(inputs) // G)
+        # the row cap (AEPO's reinforce_sample_num) holds for the whole rollout batch, as on the authors' driver:
+        # every process counts its candidates, and the cap is shared out in process order
+        n_candidates = torch.tensor([spec.candidates(extra["advantages"])], device=self.accelerator.device)
+        counts = self.accelerator.gather(n_candidates).tolist()
+        self._extra_candidates = counts
+        quota = allocate_extra_rows(counts, spec, high_entropy=H > spec.entropy_base)[self.accelerator.process_index]
         merged, stats = merge_rollouts(
             output, extra, spec, temperature=T, sampling_temperature=self.temperature,
-            high_entropy=self._last_entropy > spec.entropy_base, pad_token_id=self._tokenizer.pad_token_id,
+            high_entropy=H > spec.entropy_base, pad_token_id=self._tokenizer.pad_token_id, limit=quota,
         )
         steps = self.args.steps_per_generation
         if merged["completion_ids"].size(0) % steps:
@@ -219,7 +297,7 @@ class DGROTrainer(GRPOTrainer):
         merged["num_items_in_batch"] = self.accelerator.gather(merged["num_items_in_batch"]).sum()
         for key, val in stats.items():
             self._metrics["train"][key].append(val)
-        self._metrics["train"]["extra_rollouts/H_prev"].append(self._last_entropy)
+        self._metrics["train"]["extra_rollouts/H_prev"].append(H)
         return merged
 
     @contextmanager
@@ -288,11 +366,10 @@ class DGROTrainer(GRPOTrainer):
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rewards = self._captured_rewards
         self._captured_rewards = None
-        beta1 = float(self.loss_kwargs.get("beta1", 1.0))
-        beta2 = float(self.loss_kwargs.get("beta2", 0.0))
-        advantages = compute_advantages(
-            rewards, group_size, value=self.value, beta1=beta1, beta2=beta2, scale=self.scale
-        )
+        if group_offset == 0:
+            self._global_rewards = rewards
+        advantages = compute_advantages(rewards, group_size, value=self.value, soft_beta=self.soft_beta,
+                                        scale=self.scale)
         n_local = output["completion_ids"].size(0)
         process_slice = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
         group_ids = torch.arange(rewards.numel(), device=rewards.device) // group_size + group_offset
@@ -341,23 +418,31 @@ class DGROTrainer(GRPOTrainer):
             "rollout_flags": inputs.get("rollout_flags"),
             "rollout_temps": inputs.get("rollout_temps"),
             "values": values,
+            # computed once per rollout batch in training; a loss called without them (evaluation) computes them
+            # from its own rows
+            "batch_stats": self._rollout_stats if self.model.training else None,
         }
         extras = {}
         for name in self.loss_extras:
-            if available.get(name) is None:
+            if available.get(name) is None and name != "batch_stats":
                 raise KeyError(f"loss {self.loss_name!r} requires {name!r}, which this batch does not carry")
             extras[name] = available[name]
         loss, metrics = self.loss_fn(
-            logps, old_logps, mask.to(logps.dtype), inputs["advantages"], **self.loss_kwargs, **extras
+            logps, old_logps, mask.to(logps.dtype), inputs["advantages"], **self._loss_call_kwargs, **extras
         )
 
         mode = "train" if self.model.training else "eval"
-        fmask = mask.to(entropies.dtype)
-        ent = (entropies * fmask).sum() / fmask.sum().clamp(min=1.0)
-        ent_all = self.accelerator.gather(ent.detach()).mean().item()
-        self._metrics[mode]["entropy"].append(ent_all)
+        with torch.no_grad():
+            fmask = mask.to(entropies.dtype)
+            n_tok = fmask.sum().clamp(min=1.0)
+            local = torch.stack([(entropies * fmask).sum() / n_tok, -(logps * fmask).sum() / n_tok]).float()
+            full_all, nll_all = self.accelerator.gather(local[None]).mean(dim=0).tolist()
+        self._metrics[mode]["entropy"].append(full_all)
+        self._metrics[mode]["entropy_nll"].append(nll_all)
         if mode == "train":
-            self._last_entropy = ent_all
+            self._update_entropy[0] += nll_all
+            self._update_entropy[1] += full_all
+            self._update_entropy[2] += 1
         self._metrics[mode]["loss/value"].append(float(loss.detach()))
         if mode == "train":
             self._note_loss(loss)

@@ -120,3 +120,103 @@ def test_eval_protocol_is_validated(override, field):
     cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         apply_overrides(cfg, override)
+
+
+# --- zipped sweep keys: "a.b|c.d" varies several dotted keys together -----------------------------------
+
+MODEL_BENCH = "model.path|data.math_eval"
+
+
+def _math(sweep, **extra):
+    return {"name": "x", "data": {"task": "math", "source": "hub", "math_train": "dapo17k", "math_eval": ["aime24"]},
+            "sweep": sweep, **extra}
+
+
+def test_zipped_sweep_key_sets_its_keys_together_and_crosses_the_others(tmp_path):
+    cfg = load_config(write(tmp_path, _math({
+        MODEL_BENCH: [["Qwen/Qwen2.5-7B", ["aime24", "gsm8k"]], ["Qwen/Qwen3-4B", ["aime24", "gpqa_diamond"]]],
+        "loss.name": ["grpo", "dcpo"],
+    }, seeds=[0, 1])))
+    runs = expand_sweep(cfg)
+    assert len(runs) == 2 * 2 * 2  # 2 zipped (model, benchmarks) pairs x 2 losses x 2 seeds, not 2 x 2 x 2 x 2
+    pairs = {(c.model.path, tuple(c.data.math_eval), c.loss.name) for _, _, c in runs}
+    assert pairs == {("Qwen/Qwen2.5-7B", ("aime24", "gsm8k"), "grpo"), ("Qwen/Qwen2.5-7B", ("aime24", "gsm8k"), "dcpo"),
+                     ("Qwen/Qwen3-4B", ("aime24", "gpqa_diamond"), "grpo"),
+                     ("Qwen/Qwen3-4B", ("aime24", "gpqa_diamond"), "dcpo")}
+    for point, _, concrete in runs:  # every dotted key named separately, in the order of the sweep
+        assert list(point) == [k for skey in cfg.sweep for k in skey.split("|")]
+        assert point == {"model.path": concrete.model.path, "data.math_eval": concrete.data.math_eval,
+                         "loss.name": concrete.loss.name}
+        assert concrete.sweep == {}
+    # spaces around "|" are allowed
+    spaced = load_config(write(tmp_path, _math({"model.path | data.math_eval": [["m", ["gsm8k"]]]})))
+    assert expand_sweep(spaced)[0][0] == {"model.path": "m", "data.math_eval": ["gsm8k"]}
+
+
+@pytest.mark.parametrize("sweep, match", [
+    ({"model.path|data.math_evl": [["m", ["aime24"]]]}, r"sweep\.model\.path\|data\.math_evl: unknown key data\.math_evl"),
+    ({"model.path|": [["m"]]}, r"sweep\.model\.path\|: empty dotted key"),
+    ({MODEL_BENCH: [["m", ["aime24"]], ["m2"]]}, r"sweep\.model\.path\|data\.math_eval\[1\]: expected a list of 2 values.*"
+                                                 r"model\.path, data\.math_eval.*\['m2'\]"),
+    ({MODEL_BENCH: ["m"]}, r"sweep\.model\.path\|data\.math_eval\[0\]: expected a list of 2 values"),
+    ({MODEL_BENCH: [["m", ["aime24"], 3]]}, r"sweep\.model\.path\|data\.math_eval\[0\]: expected a list of 2"),
+    ({MODEL_BENCH: [["m", ["aime24"]]], "model.path": ["n"]}, r"sweep\.model\.path\S*: model\.path is already "
+                                                              r"swept by sweep\.model\.path"),
+    ({"loss": [{"name": "grpo"}], "loss.kwargs.coef": [0.1]}, r"sweep\.loss\.kwargs\.coef: .*already swept by sweep\.loss"),
+    ({"reward.scheme|reward.scheme": [["[-1,1]", "[-5,5]"]]}, r"reward\.scheme is already swept"),
+    ({"reward.scheme": []}, r"sweep\.reward\.scheme: empty list"),
+])
+def test_bad_sweep_keys_name_the_sweep_key(tmp_path, sweep, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(write(tmp_path, _math(sweep)))
+
+
+def test_a_zipped_value_is_validated_like_the_key_itself(tmp_path):
+    cfg = load_config(write(tmp_path, _math({MODEL_BENCH: [["m", ["aime24", "no_such_benchmark"]]]})))
+    with pytest.raises(ConfigError, match=r"sweep point .*data\.math_eval.*no_such_benchmark"):
+        expand_sweep(cfg)
+
+
+def test_dcpo_table2_gives_each_model_its_own_benchmarks():
+    cfg = load_config(find_params("dcpo_table2_main", "paper"))
+    suite = {}
+    for _, _, c in expand_sweep(cfg):
+        suite.setdefault(c.model.path, set()).add(tuple(c.data.math_eval))
+    qwen25 = {("aime24", "aime25", "amc23", "gsm8k", "math500", "minerva", "olympiadbench")}  # DCPO §B.2
+    assert suite == {"Qwen/Qwen2.5-7B": qwen25, "Qwen/Qwen2.5-Math-7B": qwen25,
+                     "Qwen/Qwen3-4B": {("aime24", "aime25", "hmmt25", "minerva", "olympiadbench", "gpqa_diamond",
+                                        "mmlu_pro")}}
+    # the authors' validation sampling (597358816/DCPO examples/config.yaml, val_override_config): temperature 0.5
+    assert cfg.eval.temperature == 0.5 and cfg.eval.n_samples == 32 and 32 in cfg.eval.ks
+
+
+def test_dcpo_table3_is_pass_at_128_on_the_contest_sets_with_qwen3_4b():
+    cfg = load_config(find_params("dcpo_table3_passk", "paper"))
+    table2 = load_config(find_params("dcpo_table2_main", "paper"))
+    runs = expand_sweep(cfg)
+    assert {c.model.path for _, _, c in runs} == {"Qwen/Qwen3-4B"}
+    assert cfg.data.math_eval == ["aime24", "aime25", "hmmt25"]
+    assert cfg.eval.n_samples == 128 and cfg.eval.ks[0] == 1 and cfg.eval.ks[-1] == 128
+    assert cfg.eval.temperature == table2.eval.temperature == 0.5
+    assert [c.loss.name for _, _, c in runs] == ["grpo_verl", "entropy_reg", "entropy_adv", "aepo", "dcpo"]
+    assert cfg.sweep["loss"] == table2.sweep["loss"]  # the same five trained methods as Table 2
+    assert cfg.train == table2.train and cfg.reward == table2.reward and cfg.data.math_train == table2.data.math_train
+
+
+def test_loss_kwargs_and_reward_scheme_are_checked_when_the_config_loads():
+    """A misspelt loss argument or an unknown reward scheme is refused at load time with the key named (both used
+    to load without a word: the loss swallowed the key, the scheme failed only when the reward was built)."""
+    from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
+
+    cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
+    with pytest.raises(ConfigError, match=r"loss\.kwargs\.beta_2.*valid.*beta2"):
+        apply_overrides(cfg, {"loss.kwargs.beta_2": 0.1})
+    with pytest.raises(ConfigError, match=r"loss\.kwargs\.no_such_knob"):  # TRL's own loss: GRPOConfig fields
+        apply_overrides(cfg, {"loss.name": "grpo", "loss.kwargs": {"no_such_knob": 1}})
+    assert apply_overrides(cfg, {"loss.name": "grpo", "loss.kwargs": {"epsilon_high": 0.28}}).loss.kwargs
+    with pytest.raises(ConfigError, match=r"loss\.value.*soft"):  # DCPO declares no soft-value temperature
+        apply_overrides(cfg, {"loss.name": "dcpo", "loss.kwargs": {}, "loss.value": "soft"})
+    with pytest.raises(ConfigError, match=r"reward\.scheme.*\[-4,4\]"):
+        apply_overrides(cfg, {"reward.scheme": "[-4,4]"})
+    # AEPO's spec keys are accepted though the loss function does not take them
+    assert apply_overrides(cfg, {"loss.name": "aepo", "loss.kwargs": {"fraction": 0.25, "reinforce_sample_num": 8}})

@@ -105,3 +105,46 @@ def test_batch_arithmetic_reaches_trl(tmp_path):
 
     with pytest.raises(ConfigError, match="train.micro_batch_size"):
         ci_cfg(**{"train.micro_batch_size": 3})
+
+
+def _rank_logs(run):
+    return {r: [json.loads(x) for x in (run / "ranks" / f"rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)}
+
+
+@pytest.mark.slow
+def test_dcpo_statistics_and_the_aepo_row_cap_span_both_processes(tmp_path):
+    """The DCPO authors compute H, T, the correct fraction and alpha once per rollout batch on the driver, and cap
+    AEPO's substituted rows (reinforce_sample_num) over the whole batch. Over 2 processes (1 prompt x G=4 each):
+    DCPO's statistics are the same on both ranks and equal those of the two ranks' rewards together; AEPO with a
+    cap of 1 and every extra row qualifying substitutes exactly 1 row per step over both ranks (a per-process cap
+    would substitute 2)."""
+    base = {"train.max_steps": 3, "train.prompts_per_step": 2, "train.num_generations": 4, "train.num_processes": 2,
+            "train.rank_logs": True, "train.save_steps": 100, "loss.scale": "group_std"}
+    # correct_threshold -2.5: every answer but a bad-format one counts as R = 1, so the fraction varies early on
+    dcpo = ci_cfg(**{**base, "loss.name": "dcpo", "loss.kwargs": {"correct_threshold": -2.5}})
+    logs = _rank_logs(_launched(dcpo, tmp_path / "dcpo"))
+    differ = 0
+    for s0, s1 in zip(logs[0], logs[1]):
+        assert s0["batch_stats"] == s1["batch_stats"]
+        rewards = s0["rewards"] + s1["rewards"]
+        frac = sum(r > -2.5 for r in rewards) / len(rewards)
+        assert s0["batch_stats"]["frac_correct"] == pytest.approx(frac)
+        local = [sum(r > -2.5 for r in s["rewards"]) / len(s["rewards"]) for s in (s0, s1)]
+        differ += local[0] != local[1]
+    assert logs[0][0]["batch_stats"]["H"] == 0.0  # no previous step yet: the authors start at 0
+    assert len({s["batch_stats"]["H"] for s in logs[0]}) > 1
+    assert differ, "the two ranks never disagreed on their local correct fraction: the check was vacuous"
+
+    aepo = ci_cfg(**{**base, "loss.name": "aepo", "loss.kwargs": {"min_advantage": -100.0, "reinforce_sample_num": 1,
+                                                                  "entropy_base": 100.0}})
+    logs = _rank_logs(_launched(aepo, tmp_path / "aepo"))
+    for s0, s1 in zip(logs[0], logs[1]):
+        assert s0["extra_candidates"] == s1["extra_candidates"] == [4, 4]  # both ranks had rows to offer
+        assert sum(s0["rollout_flags"]) + sum(s1["rollout_flags"]) == 1
+        assert sum(s0["rollout_flags"]) == 1  # filled in process order, as the first rows of the global batch
+
+
+def _launched(cfg, run):
+    summary = launch_run(cfg, 0, run)
+    assert summary is not None
+    return run

@@ -514,8 +514,12 @@ def test_compute_advantages():
         std = math.sqrt(sum((x - mu) ** 2 for x in g) / (G - 1))
         assert got[i].item() == pytest.approx((r[i].item() - mu) / (std + 1e-4), rel=1e-12, abs=1e-12)
     b1, b2 = 0.5, 0.2
-    soft = compute_advantages(r, G, value="soft", beta1=b1, beta2=b2)
+    beta = L.loss_soft_beta("dgro", {"beta1": b1, "beta2": b2})  # the loss declares its soft-value beta (Eq. 15)
+    assert beta == pytest.approx(2 * b2 / b1)
+    soft = compute_advantages(r, G, value="soft", soft_beta=beta)
     torch.testing.assert_close(soft, r - soft_value_baseline(r, G, 2 * b2 / b1))
+    with pytest.raises(ValueError, match="soft_beta"):
+        compute_advantages(r, G, value="soft")
     torch.testing.assert_close(compute_advantages(r, G), r - group_mean_baseline(r, G))
     with pytest.raises(ValueError, match="learned"):
         compute_advantages(r, G, value="learned")
@@ -554,12 +558,15 @@ def test_registry():
         loss_requires("nope")
 
     @register_loss("_test_entropy_bonus", requires=("entropies",))
-    def _bonus(logps, old_logps, mask, advantages, *, coef=0.1, entropies, **_):
+    def _bonus(logps, old_logps, mask, advantages, *, coef=0.1, entropies):
         return -coef * aggregate(entropies, mask, "token-mean"), {}
 
     try:
         assert loss_requires("_test_entropy_bonus") == ("entropies",)
+        assert L.loss_params("_test_entropy_bonus") == ("coef",)  # read from the signature, less the tensors
         assert "_test_entropy_bonus" in list_losses()
+        with pytest.raises(ValueError, match=r"\*\*kwargs"):  # a loss that swallows keys must name its params
+            register_loss("_test_swallow")(lambda logps, old_logps, mask, advantages, **kw: (logps.sum(), {}))
         with pytest.raises(ValueError, match="already registered"):
             register_loss("dgro")(_bonus)
     finally:
@@ -578,7 +585,10 @@ def test_every_registered_loss_has_the_common_signature():
         if trl_loss_type(name) is not None:  # TRL's own loss: runs inside the trainer (tests/test_trainer.py)
             continue
         extras["temp_logps"] = {t: old for t in loss_temperatures(name)}
+        extras["batch_stats"] = None  # a standalone call: the loss computes them from its own rows
         kw = {k: extras[k] for k in loss_requires(name)}
-        loss, metrics = get_loss(name)(logps, old, mask, adv, unrelated_cfg=1, **kw)
+        with pytest.raises(TypeError, match="unrelated_cfg"):  # no loss swallows an unknown key
+            get_loss(name)(logps, old, mask, adv, unrelated_cfg=1, **kw)
+        loss, metrics = get_loss(name)(logps, old, mask, adv, **kw)
         assert loss.dim() == 0 and torch.isfinite(loss)
         assert all(isinstance(v, float) for v in metrics.values())

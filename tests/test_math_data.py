@@ -362,3 +362,120 @@ def test_prompt_templates():
     with pytest.raises(ValueError, match="no 'problem' field"):
         format_prompt({"quiz": "x"})
     assert set(mdata.PROMPT_TEMPLATES) == {"plain", "qwen"}
+
+
+# -------------------------------------------------------------------------------------------
+# multiple choice: GPQA-diamond and MMLU-Pro (DCPO's Qwen3-4B suite)
+# -------------------------------------------------------------------------------------------
+
+
+def gpqa_row(i, correct="right"):
+    return {"Pre-Revision Question": "old", "Question": f"Question {i}: which one?", "Correct Answer": f" {correct}{i}\n",
+            "Incorrect Answer 1": f"wrong1-{i}", "Incorrect Answer 2": f"wrong2-{i}", "Incorrect Answer 3": f"wrong3-{i}",
+            "Explanation": "because", "Subdomain": "Physics"}
+
+
+def _options(problem):
+    return dict(re.findall(r"^\(([A-Z])\) (.*)$", problem, flags=re.M))
+
+
+def test_registry_has_the_multiple_choice_sets_with_their_hub_ids():
+    assert resolve_dataset("GPQA-diamond")[0] == "gpqa_diamond" and resolve_dataset("gpqa")[0] == "gpqa_diamond"
+    assert resolve_dataset("MMLU-Pro")[0] == "mmlu_pro" and resolve_dataset("mmlupro")[0] == "mmlu_pro"
+    g, m = MATH_DATASETS["gpqa_diamond"], MATH_DATASETS["mmlu_pro"]
+    assert (g.hub_id, g.config, g.split) == ("Idavidrein/gpqa", "gpqa_diamond", "train")
+    assert (m.hub_id, m.config, m.split) == ("TIGER-Lab/MMLU-Pro", None, "test")
+
+
+def test_gpqa_options_are_shuffled_deterministically_and_the_gold_is_the_letter(tmp_path):
+    rows = [gpqa_row(i) for i in range(200)]
+    recs = load_math("gpqa_diamond", local_path=write_parquet(tmp_path / "gpqa_diamond.parquet", rows))
+    assert len(recs) == 200 and {r["source"] for r in recs} == {"gpqa_diamond"}
+    for i, r in enumerate(recs):
+        opts = _options(r["problem"])
+        assert r["problem"].startswith(f"Question {i}: which one?\n\n")
+        assert r["problem"].rstrip().endswith("(A-D).")
+        assert sorted(opts) == ["A", "B", "C", "D"]
+        assert opts[r["answer"]] == f"right{i}"  # stripped, and the gold letter points at it
+        assert sorted(opts.values()) == sorted([f"right{i}", f"wrong1-{i}", f"wrong2-{i}", f"wrong3-{i}"])
+    # the correct answer is not left first: every letter holds it for some questions, none for most
+    counts = {L: sum(r["answer"] == L for r in recs) for L in "ABCD"}
+    assert all(25 <= c <= 75 for c in counts.values()), counts
+    # deterministic: same file, other row order, a limit, another reader (jsonl) give the same letters per question
+    again = load_math("gpqa_diamond", local_path=write_jsonl(tmp_path / "g.jsonl", rows[::-1]))
+    assert {r["problem"]: r["answer"] for r in again} == {r["problem"]: r["answer"] for r in recs}
+    assert load_math("gpqa_diamond", local_path=tmp_path / "gpqa_diamond.parquet", limit=3) == recs[:3]
+    # the seed is what decides the order
+    other = [mdata.gpqa_record(row, seed=1) for row in rows]
+    assert sum(o["answer"] != r["answer"] for o, r in zip(other, recs)) > 100
+
+
+def test_gpqa_loads_from_the_csv_the_hub_ships(tmp_path):
+    import csv
+
+    rows = [gpqa_row(i) for i in range(3)]
+    path = tmp_path / "gpqa_diamond.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    recs = load_math("gpqa_diamond", local_path=path)
+    assert recs == load_math("gpqa_diamond", local_path=write_jsonl(tmp_path / "g.jsonl", rows))
+
+
+def test_gpqa_bad_records_name_the_row_and_field(tmp_path):
+    bad = gpqa_row(0)
+    del bad["Incorrect Answer 2"]
+    f = write_jsonl(tmp_path / "g.jsonl", [gpqa_row(1), bad])
+    with pytest.raises(ValueError, match=r"gpqa_diamond: .*g\.jsonl: row 1: bad record: missing field "
+                                         r"'Incorrect Answer 2'"):
+        load_math("gpqa_diamond", local_path=f)
+    empty = {**gpqa_row(0), "Incorrect Answer 1": "  "}
+    with pytest.raises(ValueError, match=r"row 0: bad record: option . is empty"):
+        load_math("gpqa_diamond", local_path=write_jsonl(tmp_path / "e.jsonl", [empty]))
+
+
+def mmlu_row(i, n_opts=10, idx=3):
+    return {"question_id": i, "question": f"Q{i}?", "options": [f"opt{j}" for j in range(n_opts)],
+            "answer": "ABCDEFGHIJ"[idx], "answer_index": idx, "cot_content": "", "category": "math", "src": "x"}
+
+
+def test_mmlu_pro_letters_follow_answer_index(tmp_path):
+    rows = [mmlu_row(0), mmlu_row(1, n_opts=4, idx=0), mmlu_row(2, n_opts=10, idx=9)]
+    recs = load_math("mmlu_pro", local_path=write_parquet(tmp_path / "test-00000-of-00001.parquet", rows))
+    assert [r["answer"] for r in recs] == ["D", "A", "J"]
+    assert _options(recs[0]["problem"]) == {L: f"opt{j}" for j, L in enumerate("ABCDEFGHIJ")}
+    assert recs[0]["problem"].startswith("Q0?\n\n(A) opt0\n") and recs[0]["problem"].endswith("(A-J).")
+    assert sorted(_options(recs[1]["problem"])) == list("ABCD") and recs[1]["problem"].endswith("(A-D).")
+    with pytest.raises(ValueError, match=r"mmlu_pro: .*row 0: bad record: answer 'B' disagrees with answer_index 3"):
+        load_math("mmlu_pro", local_path=write_jsonl(tmp_path / "a.jsonl", [{**mmlu_row(0), "answer": "B"}]))
+    with pytest.raises(ValueError, match=r"answer_index 4 is not an index into the 4 options"):
+        load_math("mmlu_pro", local_path=write_jsonl(tmp_path / "b.jsonl", [mmlu_row(0, n_opts=4, idx=4)]))
+
+
+def test_multiple_choice_hub_rows_use_the_spec(monkeypatch):
+    import datasets
+
+    seen = {}
+
+    def fake(hub_id, config, split):
+        seen[hub_id] = (config, split)
+        return [gpqa_row(0)] if hub_id == "Idavidrein/gpqa" else [mmlu_row(0)]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake)
+    assert load_math("gpqa")[0]["answer"] in "ABCD"
+    assert load_math("mmlu-pro")[0]["answer"] == "D"
+    assert seen == {"Idavidrein/gpqa": ("gpqa_diamond", "train"), "TIGER-Lab/MMLU-Pro": (None, "test")}
+
+
+@pytest.mark.parametrize("gold", list("ABCDEFGHIJ"))
+def test_math_reward_judges_a_boxed_letter(gold):
+    from dgro_lib.rewards import math_reward
+    from dgro_lib.rewards.math import math_is_correct
+
+    for pred in "ABCDEFGHIJ":
+        completion = f"Option {gold} fits.</think> The answer is \\boxed{{{pred}}}."
+        assert math_is_correct(completion, answer=gold) == (pred == gold), (gold, pred)
+    assert math_reward(f"x</think> \\boxed{{{gold}}}", answer=gold, scheme="[-1,1]") == 1.0
+    wrong = "B" if gold != "B" else "C"
+    assert math_reward(f"x</think> \\boxed{{{wrong}}}", answer=gold, scheme="[-1,1]") == 0.0

@@ -369,3 +369,66 @@ def test_require_format_false_reads_the_last_box_anywhere():
     assert math_is_correct("The answer is \\boxed{0.5}.", answer=GOLD, require_format=False)
     assert not math_is_correct("The answer is \\boxed{0.5}.", answer=GOLD)
     assert not math_is_correct("no answer here", answer=GOLD, require_format=False)
+
+
+# -------------------------------------------------------------------------------------------
+# accuracy-only scheme: DCPO's reward (597358816/DCPO 33f8073 examples/score_function/math.py,
+# math_compute_score = math_acc_reward: mathruler's extract_boxed_content on the whole response,
+# grade_answer against the reference; the format score is commented out)
+# -------------------------------------------------------------------------------------------
+
+ACCURACY_CASES = {
+    # completion: 1[correct] under DCPO's rule (last \boxed{} anywhere, no format needed)
+    "Half.</think>\nThe answer is $\\boxed{\\frac{1}{2}}$.": 1.0,
+    "The answer is \\boxed{0.5}": 1.0,  # no think block (bad format elsewhere)
+    "<think>a</think> \\boxed{1/2}": 1.0,  # repeated opening tag (bad format with think_in_prompt)
+    "a</think> b</think> \\boxed{1/2}": 1.0,
+    "\\boxed{1/2} so</think> done": 1.0,  # the box inside the think block is the last box
+    "ok</think> \\boxed{1/3} no wait \\boxed{1/2}": 1.0,
+    "ok</think> \\boxed{1/2} no wait \\boxed{1/3}": 0.0,
+    "ok</think> \\boxed{1/3}": 0.0,
+    "ok</think> \\boxed{banana}": 0.0,
+    "ok</think>\n<answer>1/2</answer>": 0.0,  # DCPO reads boxes only
+    "ok</think> \\boxed{1/2} then \\boxed{1/3": 0.0,  # the last box is open: mathruler gives "None"
+    "ok</think> \\boxed{ }": 0.0,
+    "I could not finish.</think>": 0.0,
+    "": 0.0,
+    "}{ \\boxed \x00 \U0001f600 $": 0.0,
+}
+
+
+def test_accuracy_scheme_on_math_completions():
+    for text, expected in ACCURACY_CASES.items():
+        r = math_reward(text, answer=GOLD, scheme="accuracy")
+        assert type(r) is float and r == expected, text
+        assert math_outcome(text, answer=GOLD, require_format=False) in (
+            (Outcome.CORRECT,) if expected else (Outcome.WRONG, Outcome.INCOMPLETE))
+    # Strict variant: format required, then exactly 1[math_is_correct].
+    from dgro_lib.rewards import AccuracyScheme
+
+    strict = AccuracyScheme(requires_format=True)
+    for text in ACCURACY_CASES:
+        assert math_reward(text, answer=GOLD, scheme=strict) == float(math_is_correct(text, answer=GOLD))
+    # Other schemes still require the format.
+    assert math_reward("The answer is \\boxed{0.5}", answer=GOLD, scheme="[-1,1]") == -1.0
+
+
+def test_accuracy_reward_func():
+    f = math_reward_func("accuracy")
+    assert f.__name__ == "math_reward_accuracy"
+    texts = list(ACCURACY_CASES)
+    logged = {}
+    rewards = f(completions=texts, answer=[GOLD] * len(texts), log_metric=lambda k, v: logged.__setitem__(k, v))
+    assert rewards == list(ACCURACY_CASES.values())
+    assert logged["math_outcome/bad_format"] == 0.0  # the format is not judged
+    assert logged["math_outcome/correct"] == pytest.approx(sum(ACCURACY_CASES.values()) / len(texts))
+    f2 = pickle.loads(pickle.dumps(f))
+    assert f2(completions=[[{"role": "assistant", "content": "\\boxed{2}"}]], answer=["2"]) == [1.0]
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(text=any_text, gold=st.sampled_from(["\\frac{1}{2}", "[1, 3)", "18"]), tip=st.booleans())
+def test_property_accuracy_is_binary(text, gold, tip):
+    r = math_reward(text, answer=gold, scheme="accuracy", think_in_prompt=tip)
+    assert type(r) is float and r in (0.0, 1.0)

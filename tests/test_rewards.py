@@ -175,11 +175,20 @@ def test_logic_rl_scheme():
     assert {k: v for k, v in s.category_rewards().items() if k != "miscount"} == TABLE4["[-3,3]"]
 
 
-def test_miscount_is_wrong_not_incomplete_under_eq12():
+def test_miscount_is_incomplete_under_eq12():
+    # DGRO's [-3,3] column values are Logic-RL's totals, and Logic-RL's "incomplete" (-2 answer score) is
+    # parse_model_answer returning None, which the role-word count check also does (see kk.py's docstring).
     assert kk_outcome(MISCOUNT, names=NAMES, solution=SOL) is Outcome.MISCOUNT
-    assert kk_components(MISCOUNT, names=NAMES, solution=SOL) == (1, -1, 1)
-    assert kk_reward(MISCOUNT, names=NAMES, solution=SOL, scheme="[-3,3]") == pytest.approx(-0.5)
+    assert kk_components(MISCOUNT, names=NAMES, solution=SOL) == (1, -1, -1)
+    assert kk_reward(MISCOUNT, names=NAMES, solution=SOL, scheme="[-3,3]") == -1.0
+    assert kk_reward(MISCOUNT, names=NAMES, solution=SOL, scheme="[-1,1]") == -0.2
+    assert kk_reward(MISCOUNT, names=NAMES, solution=SOL, scheme="[-5,5]") == -1.0
     assert not kk_is_correct(MISCOUNT, names=NAMES, solution=SOL)
+    # A hedged answer (two role words for one person) is incomplete, as in Logic-RL.
+    hedge = completion("Zoey is a knave or a knight, Oliver is a knight, Ava is a knight")
+    assert kk_reward(hedge, names=NAMES, solution=SOL, scheme="[-3,3]") == -1.0
+    # With that choice [-3,3] and Logic-RL's reward agree on every outcome.
+    assert all(get_scheme("[-3,3]").score(o) == LOGIC_RL.score(o) for o in Outcome)
     # Too few role words while every name is stated cannot happen; a missing name is incomplete,
     # even if the count happens to match.
     c = completion("Zoey is a knave, Oliver is a knight, and somebody is a knight")
@@ -248,7 +257,8 @@ def test_extract_answer_takes_last_block():
     [
         ("Zoey is a knave, Oliver is a knight, Ava is a knight.", Outcome.CORRECT),
         ("Zoey  is\n a\tKNAVE; Oliver IS A Knight; Ava is a knight", Outcome.CORRECT),  # role words any case
-        ("zoey is a knave, Oliver is a knight, Ava is a knight", Outcome.INCOMPLETE),  # names case-sensitive
+        ("zoey is a knave, Oliver is a knight, Ava is a knight", Outcome.CORRECT),  # names any case (Logic-RL)
+        ("ZOEY IS A KNAVE, OLIVER IS A KNIGHT, AVA IS A KNIGHT", Outcome.CORRECT),
         ("Zoey is an knave, Oliver is a knight, Ava is a knight", Outcome.INCOMPLETE),
         ("Zoey was a knave, Oliver is a knight, Ava is a knight", Outcome.INCOMPLETE),
         ("Zoey is a knavery, Oliver is a knight, Ava is a knight", Outcome.INCOMPLETE),  # (?!\w) after role
@@ -286,6 +296,33 @@ def test_names_with_regex_special_characters_and_overlap():
     # "Anna is a knight" does not state Ann's role.
     only_anna = {k: v for k, v in roles.items() if k != "Ann"}
     assert kk_outcome(completion(answer_block(only_anna)), names=names, solution=sol) is Outcome.INCOMPLETE
+
+
+def test_names_and_roles_are_case_insensitive_like_logic_rl():
+    # Logic-RL 9d2c457 kk.py parse_model_answer: re.compile(rf'\b{name}\b\s+is\s+a\s+\b(knight|knave)\b',
+    # re.IGNORECASE), role lowercased: an all-caps correct answer scores 1 + 2 = 3 there.
+    caps = completion("(1) ZOEY IS A KNAVE\n(2) OLIVER IS A KNIGHT\n(3) AVA IS A KNIGHT")
+    assert kk_outcome(caps, names=NAMES, solution=SOL) is Outcome.CORRECT
+    assert kk_reward(caps, names=NAMES, solution=SOL, scheme="logic-rl") == 3.0
+    assert kk_reward(caps, names=NAMES, solution=SOL, scheme="[-3,3]") == 3.0
+    wrong = completion("zoey is a KNIGHT, oLIVER is a knight, ava Is A Knight")
+    assert kk_outcome(wrong, names=NAMES, solution=SOL) is Outcome.WRONG
+    # Non-ASCII names fold too ("ZOË" states Zoë's role), and the answer parser reads the ground-truth text.
+    assert kk_is_correct(completion("ZOË is a knave, ann is a knight"), names=["Zoë", "Ann"], solution=[False, True])
+    assert parse_ground_truth(["Zoey"], "(1) ZOEY is a Knight") == (("Zoey",), (True,))
+    # Word boundaries still hold: "ANNA is a knight" does not state Ann's role.
+    assert kk_outcome(completion("ANNA is a knight"), names=["Ann"], solution=[True]) is Outcome.INCOMPLETE
+
+
+def test_kept_where_logic_rl_is_wrong():
+    # Logic-RL 9d2c457 extract_solution splits on the first "Assistant:" in prompt+response; when the prompt is
+    # a chat template ("<|im_start|>assistant") an "Assistant:" written by the model cuts off its own </think>.
+    # We score the completion alone, so the text before it still counts.
+    c = "As the Assistant: I reason step by step.</think>\n<answer>" + A + "</answer>"
+    assert kk_reward(c, names=NAMES, solution=SOL, scheme="logic-rl") == 3.0
+    # Logic-RL's \b{name}\b never matches a name ending in punctuation ("A." then a space); ours does.
+    assert kk_reward(completion("A. is a knight, B is a knave"), names=["A.", "B"], solution=[True, False],
+                     scheme="logic-rl") == 3.0
 
 
 def test_ground_truth_forms():
@@ -527,3 +564,81 @@ def test_megabyte_correct_answer_after_long_reasoning():
     text = "Let me think. " * 75_000 + "</think>\n<answer>" + A + "</answer>"
     assert len(text) > 1_000_000
     assert kk_reward(text, names=NAMES, solution=SOL, scheme="[-5,5]") == 5.0
+
+
+# --------------------------------------------------------------------------------------
+# accuracy-only scheme (DCPO's reward: 597358816/DCPO examples/score_function/math.py)
+# --------------------------------------------------------------------------------------
+
+KK_ACCURACY_CASES = {
+    # completion: 1[correct]
+    RIGHT: 1.0,
+    completion(A, think_in_prompt=False): 1.0,  # an extra <think>: bad format, right answer
+    f"<answer>{A}</answer>": 1.0,  # no think block at all: format is not judged
+    f"r</think><answer>{A}</answer><answer>{A}</answer>": 1.0,  # repeated answer block: the last one counts
+    completion("ZOEY IS A KNAVE, OLIVER IS A KNIGHT, AVA IS A KNIGHT"): 1.0,
+    WRONG: 0.0,
+    INCOMPLETE: 0.0,
+    MISCOUNT: 0.0,
+    BAD_FORMAT: 0.0,  # no closing </answer>: no answer at all
+    f"r</think>{A}": 0.0,  # no answer tags
+    completion(""): 0.0,
+    "": 0.0,
+    "\x00\U0001f600 <answer></answer> knight knave }{": 0.0,
+}
+
+
+def test_accuracy_scheme_is_registered_and_binary():
+    from dgro_lib.rewards import ACCURACY, AccuracyScheme
+
+    s = get_scheme("accuracy")
+    assert s is ACCURACY and isinstance(s, AccuracyScheme) and s.name == "accuracy"
+    assert get_scheme(" Accuracy ") is s and "accuracy" in SCHEMES
+    assert s.bounds == (0.0, 1.0)
+    assert not s.requires_format
+    assert {o: s.score(o) for o in Outcome} == {o: float(o is Outcome.CORRECT) for o in Outcome}
+    assert s.category_rewards() == {"all_right": 1.0, "wrong": 0.0, "incomplete": 0.0, "bad_format": 0.0,
+                                    "miscount": 0.0}
+    # Other schemes are unchanged by its registration.
+    assert get_scheme("[-1,1]").category_rewards() == TABLE4["[-1,1]"]
+
+
+def test_accuracy_scheme_on_kk_completions():
+    for c, expected in KK_ACCURACY_CASES.items():
+        r = kk_reward(c, names=NAMES, solution=SOL, scheme="accuracy")
+        assert type(r) is float and r == expected, c
+    # Strict variant: format required, then exactly 1[kk_is_correct].
+    from dgro_lib.rewards import AccuracyScheme
+
+    strict = AccuracyScheme(requires_format=True)
+    for c in KK_ACCURACY_CASES:
+        assert kk_reward(c, names=NAMES, solution=SOL, scheme=strict) == float(
+            kk_is_correct(c, names=NAMES, solution=SOL))
+    f = kk_reward_func("accuracy")
+    assert f.__name__ == "kk_reward_accuracy"
+    cs = list(KK_ACCURACY_CASES)
+    assert f(None, cs, [NAMES] * len(cs), [SOL] * len(cs)) == list(KK_ACCURACY_CASES.values())
+    f2 = pickle.loads(pickle.dumps(f))
+    assert f2(None, [RIGHT, WRONG], [NAMES] * 2, [SOL] * 2) == [1.0, 0.0]
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=kk_case())
+def test_property_accuracy_is_binary(case):
+    text, names, sol, tip = case
+    r = kk_reward(text, names=names, solution=sol, scheme="accuracy", think_in_prompt=tip)
+    assert r in (0.0, 1.0) and type(r) is float
+    if kk_is_correct(text, names=names, solution=sol, think_in_prompt=tip):
+        assert r == 1.0  # format-free accuracy only adds correct answers
+
+
+def test_dcpo_params_use_the_accuracy_scheme():
+    from pathlib import Path
+
+    from dgro_lib.config import load_config
+
+    path = Path(__file__).resolve().parents[1] / "params" / "paper" / "dcpo_table2_main.yaml"
+    cfg = load_config(str(path))
+    assert cfg.reward.scheme == "accuracy"
+    assert get_scheme(cfg.reward.scheme).bounds == (0.0, 1.0)

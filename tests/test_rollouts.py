@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dgro_lib.losses import ExtraRollouts, loss_extra_rollouts
-from dgro_lib.rollouts import merge_rollouts, select_extra_rows
+from dgro_lib.rollouts import allocate_extra_rows, merge_rollouts, select_extra_rows
 
 PAD = 0
 
@@ -88,3 +88,34 @@ def test_registry_declares_the_rollouts():
     assert loss_extra_rollouts("j2").placement == loss_extra_rollouts("j4").placement == "append"
     assert loss_extra_rollouts("dgro") is None and loss_extra_rollouts("j3") is None
     assert ExtraRollouts(placement="append", fraction=0.25).n_prompts(2) == 1  # at least one prompt
+
+
+def test_aepo_defaults_follow_the_authors_latest_trainer():
+    """597358816/AEPO since 1a3e368 resamples a quarter of the batch (``gen_batch_bak[:len // 4]``); 1.0 is the older
+    07f16ff, still reachable; H is the previous step's -log pi estimate (``actor/entropy_loss``)."""
+    spec = loss_extra_rollouts("aepo")
+    assert spec.fraction == 0.25 and spec.entropy_source == "nll" and spec.max_rows == 60
+    assert spec.n_prompts(512) == 128  # the DCPO paper's 512 prompts per rollout batch
+    assert loss_extra_rollouts("aepo", {"fraction": 1.0}).n_prompts(512) == 512
+
+
+@pytest.mark.parametrize("counts,cap,high,expected", [
+    ([50, 50], 60, False, [50, 10]),   # one process alone would keep 50 + 50 = 100 > 60
+    ([50, 50], 60, True, [30, 0]),     # min(60, 100) // 2 = 30, filled in process order
+    ([0, 7, 7], 10, False, [0, 7, 3]),
+    ([3, 4], None, False, [3, 4]),
+    ([3, 4], 60, False, [3, 4]),
+])
+def test_the_row_cap_holds_for_the_whole_rollout_batch(counts, cap, high, expected):
+    """reinforce_sample_num is applied on the authors' driver to the gathered batch: min(cap, total) (// 2 when
+    H > H0) rows over all processes, taken first-come in process order; never more than a process has."""
+    spec = ExtraRollouts(placement="replace", max_rows=cap, halve_above_base=True, min_advantage=0.05)
+    got = allocate_extra_rows(counts, spec, high_entropy=high)
+    assert got == expected
+    total = sum(counts)
+    want = total if cap is None else min(cap, total)
+    assert sum(got) == (want // 2 if high else want) and all(0 <= g <= c for g, c in zip(got, counts))
+    # the local selection with a quota keeps the first `quota` qualifying rows
+    adv = torch.tensor([1.0, -1.0, 2.0, 0.0, 3.0])
+    assert select_extra_rows(adv, spec, high_entropy=high, limit=2).tolist() == [0, 2]
+    assert spec.candidates(adv) == 3

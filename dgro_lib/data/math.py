@@ -33,9 +33,11 @@ math-verify accepts.
 configuration, split, problem and answer fields (dotted paths into nested records) and answer
 post-processing. Both papers' sets are there: DGRO Table 3 (MATH-500, AIME 2024, AMC 2023,
 Minerva, OlympiadBench; training on DeepScaleR and ORZ) and DCPO Tables 2-3 (adding AIME 2025,
-HMMT 2025, GSM8K; training on DAPO-17K). ``local_path`` (a ``.jsonl``/``.json``/``.parquet``
-file or a directory of them) takes precedence over the Hub and is read with the same field
-mapping, so a downloaded copy of a Hub data set loads unchanged.
+HMMT 2025, GSM8K, and for Qwen3-4B the multiple-choice GPQA-diamond and MMLU-Pro, whose options
+are rendered into the problem with letters and whose gold answer is the letter; training on
+DAPO-17K). ``local_path`` (a ``.jsonl``/``.json``/``.parquet``/``.csv`` file or a directory of
+them) takes precedence over the Hub and is read with the same field mapping, so a downloaded
+copy of a Hub data set loads unchanged.
 
 **Prompts** (:func:`format_prompt`). ``plain`` and ``qwen`` templates as in
 :func:`dgro_lib.data.kk.format_prompt`; both end with ``<think>`` so that the reward's format
@@ -63,6 +65,11 @@ __all__ = [
     "alternative_forms",
     "near_miss_forms",
     "MathDatasetSpec",
+    "CHOICE_LETTERS",
+    "GPQA_SHUFFLE_SEED",
+    "multiple_choice_problem",
+    "gpqa_record",
+    "mmlu_pro_record",
     "MATH_DATASETS",
     "resolve_dataset",
     "load_math",
@@ -566,6 +573,79 @@ def dapo_problem(x: Any) -> str:
     return text.removeprefix(_DAPO_PREFIX.strip()).removesuffix(_DAPO_SUFFIX.strip()).strip()
 
 
+# Multiple-choice sets (DCPO's Qwen3-4B suite: GPQA-diamond, MMLU-Pro). The options are rendered into the
+# problem text with letters and the reference answer is the letter, so ``\boxed{C}`` is judged by math-verify
+# like any other answer (tests/test_math_data.py checks that it accepts C for C and rejects B, for A-J).
+
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: Seed of GPQA's option shuffle (:func:`gpqa_record`); changing it changes every gold letter.
+GPQA_SHUFFLE_SEED = 0
+_GPQA_FIELDS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
+
+
+def _require_fields(record: Any, fields: Sequence[str]) -> Mapping:
+    if not isinstance(record, Mapping):
+        raise ValueError(f"expected a record with fields {list(fields)}, got {_fields_of(record)}")
+    missing = [f for f in fields if f not in record or record[f] is None]
+    if missing:
+        raise ValueError(f"missing field {missing[0]!r} (the record has {_fields_of(record)})")
+    return record
+
+
+def multiple_choice_problem(question: Any, options: Sequence[Any]) -> str:
+    """The question, then one ``(A) option`` line per option, then the instruction to answer with the letter.
+
+    Raises ValueError for an empty question, fewer than two options, more than 26, or an empty option.
+    """
+    text = plain_problem(question)
+    if not text:
+        raise ValueError("empty question")
+    if isinstance(options, (str, bytes)) or not isinstance(options, Sequence) or not 2 <= len(options) <= 26:
+        raise ValueError(f"options must be a list of 2 to 26 strings, got {options!r:.120}")
+    lines = []
+    for letter, opt in zip(CHOICE_LETTERS, options):
+        if not isinstance(opt, str) or not opt.strip():
+            raise ValueError(f"option {letter} is empty or not a str: {opt!r:.80}")
+        lines.append(f"({letter}) {opt.strip()}")
+    last = CHOICE_LETTERS[len(options) - 1]
+    return (f"{text}\n\n" + "\n".join(lines)
+            + f"\n\nAnswer with the letter of the correct option (A-{last}).")
+
+
+def gpqa_record(record: Any, *, seed: int = GPQA_SHUFFLE_SEED) -> dict:
+    """GPQA (``Idavidrein/gpqa``): ``{"problem", "answer"}`` with the four options shuffled and a letter as gold.
+
+    The raw record lists ``Correct Answer`` before ``Incorrect Answer 1-3``; the order of the options is a
+    permutation drawn from ``random.Random`` seeded by ``seed`` and the question text, so it is the same in
+    every run and process, independent of row order, ``limit`` and the machine, and different across
+    questions. The gold answer is the letter the correct option lands on.
+    """
+    r = _require_fields(record, _GPQA_FIELDS)
+    question = plain_problem(r["Question"])
+    choices = [r[f] for f in _GPQA_FIELDS[1:]]  # choices[0] is the correct one
+    order = list(range(len(choices)))
+    random.Random(f"gpqa:{seed}:{question}").shuffle(order)
+    options = [choices[j] for j in order]
+    return {"problem": multiple_choice_problem(question, options), "answer": CHOICE_LETTERS[order.index(0)]}
+
+
+def mmlu_pro_record(record: Any) -> dict:
+    """MMLU-Pro (``TIGER-Lab/MMLU-Pro``): options in the data set's order (up to ten, A-J), gold = the letter of
+    ``answer_index``, which must agree with the record's ``answer`` letter when present."""
+    r = _require_fields(record, ("question", "options", "answer_index"))
+    options = r["options"]
+    if not isinstance(options, (list, tuple)):
+        raise ValueError(f"options must be a list, got {type(options).__name__}")
+    idx = r["answer_index"]
+    if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(options):
+        raise ValueError(f"answer_index {idx!r} is not an index into the {len(options)} options")
+    letter = CHOICE_LETTERS[idx]
+    given = r.get("answer")
+    if given is not None and str(given).strip() != letter:
+        raise ValueError(f"answer {given!r} disagrees with answer_index {idx} (letter {letter})")
+    return {"problem": multiple_choice_problem(r["question"], options), "answer": letter}
+
+
 @dataclass(frozen=True)
 class MathDatasetSpec:
     """Where a math data set lives and how its records map to ``{"problem", "answer", "source"}``.
@@ -573,6 +653,9 @@ class MathDatasetSpec:
     ``problem_field`` and ``answer_field`` are dotted paths into a record: ``"problem"``,
     ``"reward_model.ground_truth"``, ``"1.ground_truth.value"`` (a digit indexes a list, or a
     dict key ``"1"``). ``dedupe`` keeps only the first record of each problem text.
+    ``record_post``, when set, first maps the whole raw record to the record the two fields are read
+    from (the multiple-choice sets build ``{"problem", "answer"}`` from several columns: :func:`gpqa_record`,
+    :func:`mmlu_pro_record`); a ValueError it raises is reported with the data set, file and row.
     """
 
     hub_id: str
@@ -585,6 +668,7 @@ class MathDatasetSpec:
     dedupe: bool = False
     aliases: tuple[str, ...] = field(default=())
     note: str = ""
+    record_post: Callable[[Any], Any] | None = None
 
 
 #: The math data sets of DGRO (Table 3, training sets §4.2) and DCPO (Tables 2-3, Appendix B).
@@ -598,6 +682,16 @@ MATH_DATASETS: dict[str, MathDatasetSpec] = {
                                 note="DCPO cites MathArena (Balunovic et al., 2025)"),
     "hmmt2025": MathDatasetSpec("MathArena/hmmt_feb_2025", None, "train", "problem", "answer",
                                 aliases=("hmmt25", "hmmt_2025", "hmmt-2025"), note="DCPO Tables 2-3 (Qwen3-4B)"),
+    "gpqa_diamond": MathDatasetSpec("Idavidrein/gpqa", "gpqa_diamond", "train", "problem", "answer",
+                                    record_post=gpqa_record, aliases=("gpqa", "gpqa-diamond", "gpqadiamond"),
+                                    note="DCPO Table 2 (Qwen3-4B), 198 questions; gated on the Hub (accept its terms "
+                                         "and log in, or pass local_path= to gpqa_diamond.csv); the raw data lists "
+                                         "the correct answer first, gpqa_record shuffles the options by "
+                                         "GPQA_SHUFFLE_SEED; gold = a letter A-D"),
+    "mmlu_pro": MathDatasetSpec("TIGER-Lab/MMLU-Pro", None, "test", "problem", "answer",
+                                record_post=mmlu_pro_record, aliases=("mmlupro", "mmlu-pro"),
+                                note="DCPO Table 2 (Qwen3-4B), 12,032 questions, up to ten options; gold = a "
+                                     "letter A-J"),
     "amc2023": MathDatasetSpec("math-ai/amc23", None, "test", "question", "answer",
                                aliases=("amc23", "amc_2023", "amc-2023", "amc")),
     "minerva": MathDatasetSpec("math-ai/minervamath", None, "test", "question", "answer",
@@ -660,6 +754,11 @@ def _fields_of(record: Any) -> str:
 
 
 def _normalise(record: Any, name: str, spec: MathDatasetSpec, where: str) -> dict:
+    if spec.record_post is not None:
+        try:
+            record = spec.record_post(record)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {where}: bad record: {exc}") from None
     out = {}
     for key, path, post in (("problem", spec.problem_field, spec.problem_post),
                             ("answer", spec.answer_field, spec.answer_post)):
@@ -677,7 +776,7 @@ def _normalise(record: Any, name: str, spec: MathDatasetSpec, where: str) -> dic
     return out
 
 
-_SUFFIXES = (".jsonl", ".json", ".parquet")
+_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 _SPLIT_WORDS = {"train", "test", "validation", "valid", "val", "dev", "eval"}
 
 
@@ -700,6 +799,11 @@ def _read_file(path: Path, split: str) -> list:
 
         return pq.read_table(path).to_pylist()
     text = path.read_text(encoding="utf-8")
+    if suffix == ".csv":  # GPQA ships as csv (gpqa_diamond.csv); every value is read as a string
+        import csv
+        import io
+
+        return list(csv.DictReader(io.StringIO(text, newline="")))
     if suffix == ".jsonl":
         return _read_json_lines(path, text.splitlines())
     if suffix == ".json":
@@ -747,7 +851,7 @@ def load_math(name: str, *, split: str | None = None, limit: int | None = None,
       name: a key or alias of :data:`MATH_DATASETS` (``"math500"``, ``"aime24"``, ``"gsm8k"``, ...).
       split: overrides the spec's split (Hub split, or the file-name token picked in a directory).
       limit: keep the first ``limit`` records (after ``dedupe``).
-      local_path: a ``.jsonl``, ``.json`` (array, or JSON lines) or ``.parquet`` file, or a directory
+      local_path: a ``.jsonl``, ``.json`` (array, or JSON lines), ``.parquet`` or ``.csv`` file, or a directory
         of them, holding records with the Hub's field names. It takes precedence over the Hub. In a
         directory, files whose name has the split as a token (``test.jsonl``,
         ``test-00000-of-00001.parquet``) are used; when no file names a split, all files are used;
@@ -798,7 +902,7 @@ def _hub_rows(name: str, spec: MathDatasetSpec, split: str) -> Iterable[tuple[st
         raise RuntimeError(
             f"could not load math data set {name!r} from the Hugging Face Hub ({where}): "
             f"{type(exc).__name__}: {exc}. Offline? Download it elsewhere and pass "
-            f"local_path= (a .jsonl/.json/.parquet file or a folder of them, with the Hub's field names).") from exc
+            f"local_path= (a .jsonl/.json/.parquet/.csv file or a folder of them, with the Hub's field names).") from exc
     return ((f"{where}: row {i}", row) for i, row in enumerate(ds))
 
 

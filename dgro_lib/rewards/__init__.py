@@ -1,4 +1,5 @@
-"""Rule-based rewards: DGRO Eq. 12 schemes (Table 4), Logic-RL's K&K reward, the K&K verifier, and the math reward.
+"""Rule-based rewards: DGRO Eq. 12 schemes (Table 4), Logic-RL's K&K reward, DCPO's accuracy-only reward,
+the K&K verifier, and the math reward.
 
 See :mod:`dgro_lib.rewards.schemes`, :mod:`dgro_lib.rewards.kk` and :mod:`dgro_lib.rewards.math`.
 """
@@ -17,7 +18,9 @@ from .kk import (
     parse_roles,
 )
 from .schemes import (
+    ACCURACY,
     LOGIC_RL,
+    AccuracyScheme,
     SCHEMES,
     LogicRLScheme,
     Outcome,
@@ -25,11 +28,13 @@ from .schemes import (
     Scheme,
     get_scheme,
     outcome_components,
+    requires_format,
 )
 from .math import (
     MathRewardFunc,
     check_math_format,
     extract_boxed,
+    extract_last_box,
     extract_math_answer,
     math_components,
     math_equivalent,
@@ -40,6 +45,8 @@ from .math import (
 )
 
 __all__ = [
+    "ACCURACY",
+    "AccuracyScheme",
     "KKRewardFunc",
     "LOGIC_RL",
     "LogicRLScheme",
@@ -57,11 +64,13 @@ __all__ = [
     "kk_reward",
     "kk_reward_func",
     "outcome_components",
+    "requires_format",
     "parse_ground_truth",
     "parse_roles",
     "MathRewardFunc",
     "check_math_format",
     "extract_boxed",
+    "extract_last_box",
     "extract_math_answer",
     "math_components",
     "math_equivalent",

@@ -10,28 +10,56 @@ Scoring a completion (the model's text after the prompt) takes three steps.
    between the tags are not constrained. Tags are matched literally and are
    case-sensitive.
 2. **Answer**: the content of the last ``<answer>...</answer>``. For each person, the
-   first match of ``NAME\\s+is\\s+a\\s+(knight|knave)`` gives the stated role. NAME is
-   matched literally (``re.escape``) and case-sensitively, with word boundaries written
-   as ``(?<!\\w)``/``(?!\\w)`` so that names beginning or ending in punctuation still
-   work. "is a knight/knave" is matched case-insensitively.
+   first match of ``NAME\\s+is\\s+a\\s+(knight|knave)`` gives the stated role. The whole
+   pattern is case-insensitive (names and role words, as Logic-RL's ``re.IGNORECASE``), so
+   "ZOEY IS A KNAVE" states Zoey's role. NAME is matched literally (``re.escape``), with
+   word boundaries written as ``(?<!\\w)``/``(?!\\w)`` so that names beginning or ending
+   in punctuation still work.
 3. **Outcome** (:class:`~dgro_lib.rewards.schemes.Outcome`):
 
    * bad format: ``BAD_FORMAT``
    * some person has no stated role: ``INCOMPLETE``
-   * the "knight"/"knave" substring count differs from the number of people:
-     ``MISCOUNT`` (Eq. 12 counts it as wrong)
+   * the "knight"/"knave" substring count (case-insensitive) differs from the number of
+     people: ``MISCOUNT`` (Eq. 12 counts it as incomplete, see below)
    * some role wrong: ``WRONG``
    * otherwise ``CORRECT``
 
-   A scheme maps the outcome to a float (Eq. 12 or Logic-RL).
+   A scheme maps the outcome to a float (Eq. 12, Logic-RL, or accuracy).
 
-Differences from Logic-RL's ``kk.py``, all deliberate:
+   With ``require_format=False`` (what the ``"accuracy"`` scheme uses, see
+   :class:`~dgro_lib.rewards.schemes.AccuracyScheme`) step 1 is skipped: the answer is the
+   last ``<answer>...</answer>`` anywhere, none gives ``INCOMPLETE``, and ``BAD_FORMAT``
+   never occurs.
 
-* Names are matched case-sensitively; Logic-RL uses ``re.IGNORECASE`` for the whole pattern.
-* Word boundaries use lookarounds instead of ``\\b``, which breaks on names such as "A.".
-* The completion alone is scored. Logic-RL splits the full prompt+response on
-  "Assistant:" or "<|im_start|>assistant". ``think_in_prompt`` stands in for the
-  ``<think>`` that their prompt contributes.
+**Miscount is incomplete, not wrong.** DGRO (§4.1, Eq. 12; Appendix G.1) defines r_com only
+as "answer completeness" and its cases as "correct format but incorrect answer" (-0.5
+under [-3,3]) and "correct format but incomplete answer" (-1). Its Table-4 [-3,3] values are
+exactly Logic-RL's totals (3 = 1+2, -0.5 = 1-1.5, -1 = 1-2, -3 = -1-2), so "incomplete" is
+Logic-RL's answer score -2, returned whenever ``parse_model_answer`` gives None. That
+function returns None for both a person with no statement and a role-word count that
+differs from the number of people: the count check is part of Logic-RL's test that the
+answer assigns exactly one role to each person. An answer with extra or hedged role
+statements ("Zoey is a knave or a knight") does not give that complete assignment, while
+"incorrect" means a complete assignment that disagrees with the solution. So MISCOUNT has
+(r_f, r_corr, r_com) = (1, -1, -1): -1 under [-3,3] (Logic-RL's value), -0.2 under [-1,1].
+It stays a separate :class:`~dgro_lib.rewards.schemes.Outcome` for logging.
+
+Comparison with Logic-RL's ``compute_score`` (Unakar/Logic-RL, commit
+9d2c457525ec14639e85afa12d49bb16efb053a4, ``verl/utils/reward_score/kk.py``). Followed:
+the format rules, the last answer block, the first statement per name, the
+``re.IGNORECASE`` name and role match with the role lowercased, and the
+``.lower().count('knight')`` + ``.count('knave')`` check. Kept different where Logic-RL
+is wrong:
+
+* The completion alone is scored. Logic-RL's ``extract_solution`` splits the full
+  prompt+response at the first "Assistant:" (tried before "<|im_start|>assistant"), so with
+  a chat-template prompt an "Assistant:" written by the model cuts off everything before it,
+  its ``</think>`` included. ``think_in_prompt`` stands in for the ``<think>`` that their
+  prompt contributes.
+* Word boundaries use lookarounds instead of ``\\b``. Logic-RL's ``\\bNAME\\b`` never
+  matches a name ending in punctuation such as "A." followed by a space, and its
+  ground-truth parser reads a name as ``[A-Za-z]+``, which misreads names with other
+  characters ("Zoë", "Mary-Ann"). Here names come from the dataset's ``names`` column.
 * Nothing is printed. Logic-RL printed every sample.
 
 Every function is total on ``str`` input: it never raises and returns a value inside
@@ -49,7 +77,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from .schemes import Outcome, Scheme, get_scheme, outcome_components
+from .schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
 
 __all__ = [
     "check_format",
@@ -117,7 +145,8 @@ def extract_answer(completion: str) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def _role_pattern(name: str) -> re.Pattern[str]:
     # Every quantifier is followed by a literal, so a search is linear in len(text).
-    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)\s+(?i:is\s+a\s+(knight|knave))(?!\w)")
+    # Case-insensitive throughout, as Logic-RL's re.IGNORECASE (Unakar/Logic-RL 9d2c457, kk.py).
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)\s+is\s+a\s+(knight|knave)(?!\w)", re.IGNORECASE)
 
 
 def parse_roles(answer: str, names: Sequence[str]) -> dict[str, bool | None]:
@@ -214,11 +243,12 @@ def parse_ground_truth(names: Any, solution: Any) -> tuple[tuple[str, ...], tupl
 # ---------------------------------------------------------------------------------------
 
 
-def _outcome(s: str, nm: tuple[str, ...], roles: tuple[bool, ...], think_in_prompt: bool) -> Outcome:
-    if not check_format(s, think_in_prompt=think_in_prompt):
+def _outcome(s: str, nm: tuple[str, ...], roles: tuple[bool, ...], think_in_prompt: bool,
+             require_format: bool = True) -> Outcome:
+    if require_format and not check_format(s, think_in_prompt=think_in_prompt):
         return Outcome.BAD_FORMAT
     answer = extract_answer(s)
-    if answer is None:  # unreachable once the format is ok; kept for safety
+    if answer is None:  # only without the format check (unreachable once the format is ok)
         return Outcome.INCOMPLETE
     stated = parse_roles(answer, nm)
     if any(r is None for r in stated.values()):
@@ -230,11 +260,16 @@ def _outcome(s: str, nm: tuple[str, ...], roles: tuple[bool, ...], think_in_prom
     return Outcome.WRONG
 
 
-def kk_outcome(completion: str, *, names: Any, solution: Any, think_in_prompt: bool = True) -> Outcome:
-    """Classify a completion as an :class:`~dgro_lib.rewards.schemes.Outcome` (see the module docstring)."""
+def kk_outcome(completion: str, *, names: Any, solution: Any, think_in_prompt: bool = True,
+               require_format: bool = True) -> Outcome:
+    """Classify a completion as an :class:`~dgro_lib.rewards.schemes.Outcome` (see the module docstring).
+
+    ``require_format=False`` skips the format check (the ``"accuracy"`` scheme's rule): the answer is
+    the last ``<answer>...</answer>`` block anywhere, and the result is never ``BAD_FORMAT``.
+    """
     s = _require_str(completion, "completion")
     nm, roles = parse_ground_truth(names, solution)
-    return _outcome(s, nm, roles, bool(think_in_prompt))
+    return _outcome(s, nm, roles, bool(think_in_prompt), bool(require_format))
 
 
 def kk_components(
@@ -243,8 +278,8 @@ def kk_components(
     """Eq. 12 binary scores ``(r_f, r_corr, r_com)``, each in {-1, +1}.
 
     * all right: (1, 1, 1)
-    * wrong (including MISCOUNT): (1, -1, 1)
-    * incomplete: (1, -1, -1)
+    * wrong: (1, -1, 1)
+    * incomplete (including MISCOUNT, see the module docstring): (1, -1, -1)
     * bad format: (-1, -1, -1)
     """
     return outcome_components(
@@ -263,11 +298,13 @@ def kk_reward(
     """The K&K reward of one completion under ``scheme`` (default DGRO Table 4 ``[-3,3]``).
 
     ``scheme`` takes anything :func:`~dgro_lib.rewards.schemes.get_scheme` accepts: a
-    Table-4 name, ``"logic-rl"``, a ``(c_f, c_corr, c_com)`` tuple, or a scheme object.
+    Table-4 name, ``"logic-rl"``, ``"accuracy"`` (format not checked, see
+    :func:`kk_outcome`), a ``(c_f, c_corr, c_com)`` tuple, or a scheme object.
     The result always lies in ``get_scheme(scheme).bounds``.
     """
     sch = get_scheme(scheme)
-    return sch.score(kk_outcome(completion, names=names, solution=solution, think_in_prompt=think_in_prompt))
+    return sch.score(kk_outcome(completion, names=names, solution=solution, think_in_prompt=think_in_prompt,
+                                require_format=requires_format(sch)))
 
 
 def kk_is_correct(completion: str, *, names: Any, solution: Any, think_in_prompt: bool = True) -> bool:
@@ -348,7 +385,7 @@ class KKRewardFunc:
         return f"KKRewardFunc(scheme={self.scheme.name!r}, think_in_prompt={self.think_in_prompt})"
 
     def outcomes(self, completions: Sequence[Any], names: Sequence[Any], solution: Sequence[Any]) -> list[Outcome]:
-        """Per-completion outcomes (same inputs as ``__call__``)."""
+        """Per-completion outcomes (same inputs as ``__call__``); the format is not checked under ``"accuracy"``."""
         completions, names, solution = list(completions), list(names), list(solution)
         if not (len(completions) == len(names) == len(solution)):
             raise ValueError(
@@ -358,7 +395,7 @@ class KKRewardFunc:
         out = []
         for c, n, sol in zip(completions, names, solution):
             nm, roles = parse_ground_truth(n, sol)
-            out.append(_outcome(completion_text(c), nm, roles, self.think_in_prompt))
+            out.append(_outcome(completion_text(c), nm, roles, self.think_in_prompt, requires_format(self.scheme)))
         return out
 
     def __call__(self, prompts: Any = None, completions: Any = None, names: Any = None, solution: Any = None,

@@ -26,6 +26,20 @@ shape as :mod:`dgro_lib.rewards.kk`.
    (DGRO Eq. 12 with the Table-4 coefficients, or Logic-RL's +1/-1 format plus
    +2/-1.5/-2 answer score; a missing answer is Logic-RL's "unparsable", -2).
 
+**Accuracy only** (the ``"accuracy"`` scheme, DCPO's reward; ``require_format=False`` in
+:func:`math_outcome`). DCPO's score function (597358816/DCPO, commit
+33f8073e302db6cc04a1e064df89242ba8f236b0, ``examples/score_function/math.py``,
+``math_compute_score``) is ``grade_answer(extract_boxed_content(response), answer)`` from
+``mathruler``, with the format score commented out: the answer is the content of the last
+``\\boxed{`` anywhere in the response, think block included, and no tags are required.
+So here steps 1 and 2 become: the final answer is the content of the *last* ``\\boxed{``
+anywhere in the completion (:func:`extract_last_box`); if that box never closes there is no
+answer (mathruler returns "None" then), and the answer tag is not read. No answer gives
+``INCOMPLETE``, otherwise ``CORRECT``/``WRONG`` as in step 3; ``BAD_FORMAT`` never occurs.
+Deviations, both minor: equivalence is math-verify's (below), not mathruler's
+``grade_answer``; braces are matched as TeX groups (``\\{`` is escaped) as in
+:func:`extract_boxed`, where mathruler counts every brace character.
+
 Equivalence (:func:`math_equivalent`) is HuggingFace math-verify's: both the reference
 and the prediction go through ``math_verify.parse`` and are compared with
 ``math_verify.verify(gold, prediction)``. A string without math delimiters is wrapped as
@@ -63,13 +77,14 @@ import threading
 from typing import Any, Sequence
 
 from .kk import THINK_CLOSE, THINK_OPEN, _require_str, completion_text, extract_answer
-from .schemes import Outcome, Scheme, get_scheme, outcome_components
+from .schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "TIMEOUT_S",
     "check_math_format",
     "extract_boxed",
+    "extract_last_box",
     "extract_math_answer",
     "math_equivalent",
     "math_outcome",
@@ -145,6 +160,24 @@ def extract_boxed(text: str) -> str | None:
         if close_at is not None:
             best = s[open_at + 1 : close_at]
     return best
+
+
+def extract_last_box(text: str) -> str | None:
+    """Content of the last ``\\boxed{`` in ``text``, stripped; None when there is none or it never closes.
+
+    DCPO's extraction (mathruler's ``extract_boxed_content``, which takes ``rfind("\\boxed{")``):
+    unlike :func:`extract_boxed`, a last box left open is not replaced by an earlier closed one.
+    An empty box gives None. Linear time in ``len(text)``.
+    """
+    s = _require_str(text, "text")
+    last = None
+    for last in _BOXED_OPEN.finditer(s):
+        pass
+    if last is None:
+        return None
+    content = extract_boxed(s[last.start() :])  # the suffix holds exactly one box opener
+    content = content.strip() if content is not None else None
+    return content or None
 
 
 def _final_answer(s: str) -> str | None:
@@ -256,7 +289,12 @@ def math_equivalent(prediction: str, answer: Any) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-def _outcome(s: str, gold: tuple, think_in_prompt: bool, timeout: int | None) -> Outcome:
+def _outcome(s: str, gold: tuple, think_in_prompt: bool, timeout: int | None, require_format: bool = True) -> Outcome:
+    if not require_format:  # DCPO's accuracy-only rule (module docstring)
+        ans = extract_last_box(s)
+        if ans is None:
+            return Outcome.INCOMPLETE
+        return Outcome.CORRECT if _equivalent(ans, gold, timeout) else Outcome.WRONG
     if not check_math_format(s, think_in_prompt=think_in_prompt):
         return Outcome.BAD_FORMAT
     ans = extract_math_answer(s, think_in_prompt=think_in_prompt)
@@ -265,12 +303,19 @@ def _outcome(s: str, gold: tuple, think_in_prompt: bool, timeout: int | None) ->
     return Outcome.CORRECT if _equivalent(ans, gold, timeout) else Outcome.WRONG
 
 
-def math_outcome(completion: str, *, answer: Any, think_in_prompt: bool = True) -> Outcome:
-    """Classify a completion as ``CORRECT``, ``WRONG``, ``INCOMPLETE`` or ``BAD_FORMAT`` (module docstring)."""
+def math_outcome(completion: str, *, answer: Any, think_in_prompt: bool = True,
+                 require_format: bool = True) -> Outcome:
+    """Classify a completion as ``CORRECT``, ``WRONG``, ``INCOMPLETE`` or ``BAD_FORMAT`` (module docstring).
+
+    ``require_format=False`` is DCPO's accuracy-only rule (the ``"accuracy"`` scheme): the answer is
+    the last ``\\boxed{}`` anywhere (:func:`extract_last_box`) and the result is never ``BAD_FORMAT``.
+    This differs from :func:`extract_math_answer`'s ``require_format=False`` (an evaluation helper that
+    also reads the answer tag and skips an unclosed last box).
+    """
     s = _require_str(completion, "completion")
     timeout = _timeout()
     gold = _parse_gold(_gold_text(answer), timeout)
-    return _outcome(s, gold, bool(think_in_prompt), timeout)
+    return _outcome(s, gold, bool(think_in_prompt), timeout, bool(require_format))
 
 
 def math_components(completion: str, *, answer: Any, think_in_prompt: bool = True) -> tuple[int, int, int]:
@@ -289,12 +334,14 @@ def math_reward(completion: str, *, answer: Any, scheme: Any = "[-3,3]", think_i
 
     ``r = c_f*r_f + c_corr*r_corr + c_com*r_com`` (DGRO Eq. 12) with the components of
     :func:`math_components`. ``scheme`` takes anything
-    :func:`~dgro_lib.rewards.schemes.get_scheme` accepts: a Table-4 name, ``"logic-rl"``, a
+    :func:`~dgro_lib.rewards.schemes.get_scheme` accepts: a Table-4 name, ``"logic-rl"``,
+    ``"accuracy"`` (DCPO: 1.0 iff the last box anywhere is right, format not checked), a
     ``(c_f, c_corr, c_com)`` tuple, or a scheme object. The result always lies in
     ``get_scheme(scheme).bounds``.
     """
     sch = get_scheme(scheme)
-    return sch.score(math_outcome(completion, answer=answer, think_in_prompt=think_in_prompt))
+    return sch.score(math_outcome(completion, answer=answer, think_in_prompt=think_in_prompt,
+                                  require_format=requires_format(sch)))
 
 
 def math_is_correct(completion: str, *, answer: Any, think_in_prompt: bool = True,
@@ -342,7 +389,7 @@ class MathRewardFunc:
         return f"MathRewardFunc(scheme={self.scheme.name!r}, think_in_prompt={self.think_in_prompt})"
 
     def outcomes(self, completions: Sequence[Any], answer: Sequence[Any]) -> list[Outcome]:
-        """Per-completion outcomes (same inputs as ``__call__``)."""
+        """Per-completion outcomes (same inputs as ``__call__``); DCPO's format-free rule under ``"accuracy"``."""
         completions, answer = list(completions), list(answer)
         if len(completions) != len(answer):
             raise ValueError(
@@ -353,7 +400,7 @@ class MathRewardFunc:
         out = []
         for c, a in zip(completions, answer):
             gold = _parse_gold(_gold_text(a), timeout)
-            out.append(_outcome(completion_text(c), gold, self.think_in_prompt, timeout))
+            out.append(_outcome(completion_text(c), gold, self.think_in_prompt, timeout, requires_format(self.scheme)))
         return out
 
     def __call__(self, prompts: Any = None, completions: Any = None, answer: Any = None, **kwargs: Any) -> list[float]:

@@ -29,7 +29,11 @@ plus an answer score of +2 when exactly right, -1.5 when parsed but wrong, and -
 the answer cannot be parsed or the format is bad. The total lies in [-3, 3].
 "Unparsable" follows Logic-RL's ``parse_model_answer``: a person with no
 "NAME is a knight/knave" statement, or a knight/knave word count that differs from the
-number of people (see :class:`Outcome`).
+number of people (see :class:`Outcome`). With the miscount counted as incomplete, the
+``[-3,3]`` scheme and Logic-RL's reward agree on every outcome.
+
+``"accuracy"`` (:class:`AccuracyScheme`) is DCPO's reward: 1.0 for a correct answer, 0.0
+otherwise, with the format not judged (597358816/DCPO ``examples/score_function/math.py``).
 
 Other modules can add outcome categories through :class:`Outcome`. Each scheme maps an
 outcome to a float with ``score(outcome)``.
@@ -49,6 +53,9 @@ __all__ = [
     "RewardScheme",
     "LogicRLScheme",
     "LOGIC_RL",
+    "AccuracyScheme",
+    "ACCURACY",
+    "requires_format",
     "SCHEMES",
     "get_scheme",
     "Scheme",
@@ -62,8 +69,9 @@ class Outcome(str, enum.Enum):
     * ``WRONG``: format ok and complete, but some stated role is wrong.
     * ``MISCOUNT``: format ok and every person's role stated, but the answer mentions
       "knight"/"knave" a different number of times than there are people (Logic-RL's
-      extra check, e.g. a hedged or repeated answer). DGRO's Eq. 12 counts it as
-      *wrong* (r_corr=-1, r_com=+1). Logic-RL counts it as *unparsable* (-2).
+      extra check, e.g. a hedged or repeated answer). Eq. 12 counts it as *incomplete*
+      (r_corr = r_com = -1), as Logic-RL counts it *unparsable* (-2); the reasons are in
+      :mod:`dgro_lib.rewards.kk`.
     * ``INCOMPLETE``: format ok but at least one person has no stated role
       (r_corr = r_com = -1; Logic-RL: unparsable, -2).
     * ``BAD_FORMAT``: the tag structure is violated (all of r_f, r_corr, r_com = -1).
@@ -79,7 +87,7 @@ class Outcome(str, enum.Enum):
 _COMPONENTS: dict[Outcome, tuple[int, int, int]] = {
     Outcome.CORRECT: (1, 1, 1),
     Outcome.WRONG: (1, -1, 1),
-    Outcome.MISCOUNT: (1, -1, 1),
+    Outcome.MISCOUNT: (1, -1, -1),  # incomplete: see Outcome and dgro_lib.rewards.kk
     Outcome.INCOMPLETE: (1, -1, -1),
     Outcome.BAD_FORMAT: (-1, -1, -1),
 }
@@ -224,27 +232,87 @@ class LogicRLScheme:
 
     def category_rewards(self) -> dict[str, float]:
         """Totals for the Table-4 columns (plus ``miscount``, which Logic-RL scores as unparsable)."""
-        return {
-            "all_right": self.score(Outcome.CORRECT),
-            "wrong": self.score(Outcome.WRONG),
-            "incomplete": self.score(Outcome.INCOMPLETE),
-            "bad_format": self.score(Outcome.BAD_FORMAT),
-            "miscount": self.score(Outcome.MISCOUNT),
-        }
+        return _columns(self)
 
 
 LOGIC_RL = LogicRLScheme()
 
-Scheme = Union[RewardScheme, LogicRLScheme]
 
-#: Named schemes. Table 4's three DGRO ranges, plus ``"logic-rl"``. As CONTRACTS.md
-#: specifies, the Logic-RL entry is the marker string ``"logic-rl"``; ``get_scheme``
-#: turns it into :data:`LOGIC_RL`.
-SCHEMES: dict[str, Union[RewardScheme, str]] = {
+def _columns(scheme: Any) -> dict[str, float]:
+    """A scheme's scores of the Table-4 columns, plus ``miscount``."""
+    cols = {"all_right": Outcome.CORRECT, "wrong": Outcome.WRONG, "incomplete": Outcome.INCOMPLETE,
+            "bad_format": Outcome.BAD_FORMAT, "miscount": Outcome.MISCOUNT}
+    return {k: scheme.score(o) for k, o in cols.items()}
+
+
+@dataclass(frozen=True)
+class AccuracyScheme:
+    """Accuracy only: 1.0 when the answer is correct, 0.0 otherwise (wrong, incomplete, no answer).
+
+    This is DCPO's reward. The authors' score function (597358816/DCPO, commit
+    33f8073e302db6cc04a1e064df89242ba8f236b0, ``examples/score_function/math.py``,
+    ``math_compute_score``, the one ``examples/config.yaml`` uses) returns
+    ``overall = accuracy``; its format score is commented out. Its accuracy is
+    ``grade_answer(extract_boxed_content(response), ground_truth)`` from ``mathruler``: the
+    content of the *last* ``\\boxed{`` anywhere in the response (a box left open gives the
+    string "None", so no answer), graded against the reference. No think or answer tags
+    are required.
+
+    With ``requires_format=False`` (the registered ``"accuracy"`` scheme) the reward
+    functions follow that rule and do not judge the format:
+
+    * math (:func:`dgro_lib.rewards.math.math_outcome` with ``require_format=False``): the
+      last ``\\boxed{...}`` anywhere in the completion. A last box that never closes means
+      no answer, and the answer tag is not read. Deviation: equivalence is math-verify's,
+      as in the other schemes, not mathruler's ``grade_answer``.
+    * K&K (:func:`dgro_lib.rewards.kk.kk_outcome` with ``require_format=False``): the
+      last ``<answer>...</answer>`` block anywhere, parsed as usual. DCPO has no K&K
+      scorer; this applies the same rule (answer only, format not judged).
+
+    So 1.0 means the answer is right even when the think/answer tags are malformed.
+    ``AccuracyScheme(requires_format=True)`` is the strict variant: 1.0 exactly when the
+    outcome of the format-checking verifier is ``CORRECT``.
+    """
+
+    requires_format: bool = False
+    name: str = "accuracy"
+
+    def score(self, outcome: Outcome | str) -> float:
+        """1.0 for ``CORRECT``, 0.0 for every other :class:`Outcome`."""
+        return 1.0 if Outcome(outcome) is Outcome.CORRECT else 0.0
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """``(0.0, 1.0)``."""
+        return (0.0, 1.0)
+
+    def category_rewards(self) -> dict[str, float]:
+        """Scores of the Table-4 columns, plus ``miscount``: 1.0 for ``all_right``, 0.0 otherwise."""
+        return _columns(self)
+
+
+ACCURACY = AccuracyScheme()
+
+Scheme = Union[RewardScheme, LogicRLScheme, AccuracyScheme]
+
+
+def requires_format(scheme: Any) -> bool:
+    """Whether the reward functions check the format before judging the answer for ``scheme``.
+
+    True for every scheme except an :class:`AccuracyScheme` built with ``requires_format=False``
+    (such as the registered ``"accuracy"``).
+    """
+    return bool(getattr(scheme, "requires_format", True))
+
+#: Named schemes. Table 4's three DGRO ranges, ``"logic-rl"``, and ``"accuracy"`` (DCPO's
+#: accuracy-only reward, :data:`ACCURACY`). As CONTRACTS.md specifies, the Logic-RL entry
+#: is the marker string ``"logic-rl"``; ``get_scheme`` turns it into :data:`LOGIC_RL`.
+SCHEMES: dict[str, Union[RewardScheme, AccuracyScheme, str]] = {
     "[-1,1]": RewardScheme(0.4, 0.5, 0.1, name="[-1,1]"),
     "[-3,3]": RewardScheme(1.0, 1.75, 0.25, name="[-3,3]"),
     "[-5,5]": RewardScheme(2.0, 2.5, 0.5, name="[-5,5]"),
     "logic-rl": "logic-rl",
+    "accuracy": ACCURACY,
 }
 
 
@@ -253,21 +321,22 @@ def _normalise_name(name: str) -> str:
 
 
 def get_scheme(name_or_tuple: Any) -> Scheme:
-    """Resolve a scheme specification into a :class:`RewardScheme` or :class:`LogicRLScheme`.
+    """Resolve a scheme specification into a :class:`RewardScheme`, :class:`LogicRLScheme` or :class:`AccuracyScheme`.
 
     Accepted inputs:
 
-    * a name from :data:`SCHEMES` (``"[-1,1]"``, ``"[-3,3]"``, ``"[-5,5]"``, ``"logic-rl"``).
-      Whitespace, case and ``_``/``-`` are ignored, so ``"[-3, 3]"`` and ``"Logic_RL"``
-      work too.
+    * a name from :data:`SCHEMES` (``"[-1,1]"``, ``"[-3,3]"``, ``"[-5,5]"``, ``"logic-rl"``,
+      ``"accuracy"``). Whitespace, case and ``_``/``-`` are ignored, so ``"[-3, 3]"`` and
+      ``"Logic_RL"`` work too.
     * a ``(c_f, c_corr, c_com)`` tuple or list, or a mapping with those keys. When the
       coefficients equal a Table-4 scheme, that named scheme is returned.
-    * a :class:`RewardScheme` or :class:`LogicRLScheme` instance, returned unchanged.
+    * a :class:`RewardScheme`, :class:`LogicRLScheme` or :class:`AccuracyScheme` instance,
+      returned unchanged.
 
     An unknown name raises ValueError listing the valid names. A malformed tuple raises
     ValueError or TypeError, and a negative coefficient raises ValueError naming the field.
     """
-    if isinstance(name_or_tuple, (RewardScheme, LogicRLScheme)):
+    if isinstance(name_or_tuple, (RewardScheme, LogicRLScheme, AccuracyScheme)):
         return name_or_tuple
     if isinstance(name_or_tuple, str):
         key = _normalise_name(name_or_tuple)
