@@ -216,6 +216,33 @@ class DGROTrainer(GRPOTrainer):
         with open(d / f"rank{self.accelerator.process_index}.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")
 
+    ENTROPY_STATE = "dgro_entropy_state.json"
+
+    def _save_checkpoint(self, model, trial):
+        """TRL's checkpoint plus the entropy tracker, so a resumed run picks DCPO's/AEPO's temperature from the same
+        previous-step entropy as an uninterrupted one (TRL keeps its own adaptive-entropy state the same way)."""
+        import json
+        import os
+
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            with open(os.path.join(folder, self.ENTROPY_STATE), "w") as f:
+                json.dump({"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy}, f)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        import json
+        import os
+
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = None if checkpoint is None else os.path.join(checkpoint, self.ENTROPY_STATE)
+        if path is not None and os.path.isfile(path):  # checkpoints written before the tracker existed have none
+            with open(path) as f:
+                state = json.load(f)
+            self._prev_entropy = {k: float(v) for k, v in state["prev_entropy"].items()}
+            self._update_entropy = [float(state["update_entropy"][0]), float(state["update_entropy"][1]),
+                                    int(state["update_entropy"][2])]
+
     def _close_update_entropy(self) -> None:
         """A new rollout batch begins: the entropy measured during the last one's updates becomes the previous
         step's (kept as it was if no update ran since, e.g. right after a resume)."""

@@ -31,8 +31,9 @@ def test_two_cpu_processes_agree_and_gather_group_statistics(tmp_path):
     varied = 0
     for s0, s1 in zip(logs[0], logs[1]):
         assert s0["world"] == s1["world"] == 2 and s0["step"] == s1["step"]
-        assert s0["loss_mean"] == pytest.approx(s1["loss_mean"], abs=1e-7)
-        assert s0["loss_mean"] == pytest.approx((s0["loss_local"] + s1["loss_local"]) / 2, abs=1e-6)
+        # float32 all-reduce: relative tolerances, so the check does not depend on the loss's scale
+        assert s0["loss_mean"] == pytest.approx(s1["loss_mean"], rel=1e-6, abs=1e-9)
+        assert s0["loss_mean"] == pytest.approx((s0["loss_local"] + s1["loss_local"]) / 2, rel=1e-5, abs=1e-8)
         assert s0["param_checksum"] == s1["param_checksum"]
         assert len(s0["rewards"]) == len(s1["rewards"]) == 2
         groups = defaultdict(list)

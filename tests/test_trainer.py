@@ -367,7 +367,7 @@ def test_length_sorted_forward_chunks_equal_one_padded_forward(tmp_path, tokeniz
     # whole: ||g_chunked - g_padded|| <= tol ||g_padded||. Reordering a float32 sum of n terms moves it by at most
     # ~n u sum|terms| in the worst case, ~sqrt(n) eps with random rounding (eps = 2u = 1.2e-7); here n ~ 8 rows x ~100
     # tokens = 800 for the gradient accumulation (after reductions over width <= 64 and vocab 153): sqrt(n) eps ~ 3e-6.
-    # Measured <= 4e-7 under AVX2, no-SIMD (ATEN_CPU_CAPABILITY=default) and SSE4.2 MKL kernels, so tol = 1e-5 leaves
+    # Measured <= 4.4e-7 under AVX2, no SIMD (ATEN_CPU_CAPABILITY=default), MKL_CBWR=COMPATIBLE, 2 threads: 1e-5 leaves
     # a 3x / 25x margin; breaking _policy_forward moves some gradient by far more: prompts' left padding attended
     # 2e-2, logps' row order not undone or last token trimmed: the loss by > 1e-2, DRO values' order not undone 7e-4
     # (only across groups: a group's rows share the prompt, hence the value).
@@ -454,3 +454,21 @@ def test_loss_kwargs_are_validated_against_the_loss(tmp_path, tokenizer):
     assert kimi.soft_beta == pytest.approx(0.3)
     dgro = make_trainer(tmp_path, tokenizer, loss_kwargs={"beta1": 0.5}, value="soft")
     assert dgro.soft_beta == pytest.approx(2 * 0.1 / 0.5)  # dgro's own default beta2 = 0.1, not the trainer's
+
+
+def test_resume_keeps_the_previous_step_entropy(tmp_path, tokenizer):
+    """DCPO's T and alpha at the first step after a resume use the entropy measured before the checkpoint (saved with
+    it), not the 0 of a fresh start: a resumed run sees the statistics of an uninterrupted one."""
+    kw = dict(loss_name="dcpo", loss_kwargs={}, reward=parity_reward, scale="group_std", steps=2, save_steps=1)
+    whole = make_trainer(tmp_path / "a", tokenizer, **kw)
+    calls = _recording_loss(whole)
+    whole.train()
+    h = {c["step"]: c["stats"]["H"] for c in calls}
+    assert h[0] == 0.0 and h[1] > 0.0
+    ckpt = tmp_path / "a" / "out" / "checkpoint-1"
+    assert (ckpt / DGROTrainer.ENTROPY_STATE).is_file()
+    resumed = make_trainer(tmp_path / "a", tokenizer, **kw)
+    again = _recording_loss(resumed)
+    resumed.train(resume_from_checkpoint=str(ckpt))
+    assert [c["step"] for c in again] == [1]
+    assert again[0]["stats"]["H"] == pytest.approx(h[1], rel=1e-6)
