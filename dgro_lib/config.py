@@ -161,7 +161,7 @@ class TrainConfig:
     (64 rows of ~100-448 tokens, one core): 8 rows per chunk make the forward/backward ~2.5x faster
     (bench/forward_chunks.py)."""
     top_p: float = 1.0
-    """Nucleus sampling of the rollouts."""
+    """Nucleus sampling of the rollouts (TRL's ``model.generate``, vLLM and the fast sampler all apply it)."""
     max_prompt_length: int | None = None
     """Longest prompt in tokens (DGRO Table 5: 400 logic, 2048 math): used by the dry-run's memory estimate; TRL 1.16
     does not truncate prompts."""
@@ -203,6 +203,9 @@ class EvalConfig:
 
     temperature: float = 0.0
     """0 = greedy decoding (then n_samples must be 1); > 0 = sampling at this temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling, in (0, 1]: each token is drawn from the smallest set of most likely tokens whose probability
+    (after the temperature) sums to >= top_p, renormalised; 1.0 = plain sampling (ignored when greedy)."""
     n_samples: int = 1
     """Samples per puzzle (accuracy is then avg@n, the mean over all samples)."""
     ks: list[int] = field(default_factory=lambda: [1])
@@ -387,6 +390,8 @@ def _validate(cfg: ExperimentConfig) -> None:
     e = cfg.eval
     if e.temperature < 0:
         raise ConfigError(f"eval.temperature: must be >= 0 (0 = greedy), got {e.temperature}")
+    if not 0 < e.top_p <= 1:
+        raise ConfigError(f"eval.top_p: must be in (0, 1], got {e.top_p}")
     if e.n_samples < 1 or e.max_new_tokens < 1 or e.batch_size < 1:
         raise ConfigError(f"eval.n_samples, eval.max_new_tokens, eval.batch_size: must be >= 1, got "
                           f"{e.n_samples}, {e.max_new_tokens}, {e.batch_size}")

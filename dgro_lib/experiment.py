@@ -123,7 +123,8 @@ def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any
         ev = evaluate_greedy(model, tokenizer, records, **common)
         ev["pass@1"] = ev["accuracy"]
         return ev
-    ev = evaluate_sampled(model, tokenizer, records, n=e.n_samples, temperature=e.temperature, seed=e.seed, **common)
+    ev = evaluate_sampled(model, tokenizer, records, n=e.n_samples, temperature=e.temperature, top_p=e.top_p,
+                          seed=e.seed, **common)
     n = e.n_samples
     counts = [sum(ev["correct"][i * n:(i + 1) * n]) for i in range(len(records))]
     ev["n_correct"] = counts
@@ -134,12 +135,14 @@ def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any
 
 
 def _protocol(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]:
-    """How the held-out numbers were measured (written next to them in base_eval.json / final_eval.json)."""
+    """How the held-out numbers were measured (written next to them in base_eval.json / final_eval.json). Greedy
+    decoding records top_p 1.0 (and no seed): neither applies to it."""
     from .evaluate import eval_protocol
 
     e = cfg.eval
-    return eval_protocol(temperature=e.temperature, n_samples=e.n_samples, max_new_tokens=e.max_new_tokens,
-                         template=cfg.data.template, ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
+    return eval_protocol(temperature=e.temperature, top_p=e.top_p if e.temperature > 0 else 1.0,
+                         n_samples=e.n_samples, max_new_tokens=e.max_new_tokens, template=cfg.data.template,
+                         ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
                          people=list(cfg.data.eval_people), n_puzzles=n_records, data_source=cfg.data.source,
                          eval_seed=cfg.data.eval_seed,
                          paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle")

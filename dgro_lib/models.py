@@ -734,13 +734,18 @@ def _eos_ids(tokenizer, model, eos_token_id) -> list[int]:
 @torch.no_grad()
 def sample(model, tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]], *, n: int = 1,
            temperature: float = 1.0, max_new_tokens: int = 256, greedy: bool = False, seed: int | None = None,
-           eos_token_id: int | Sequence[int] | None = None, batch_size: int | None = None) -> list[list[int]]:
+           eos_token_id: int | Sequence[int] | None = None, batch_size: int | None = None,
+           top_p: float = 1.0) -> list[list[int]]:
     """Sample completions with a KV cache, dropping rows from the batch and the cache as they finish.
 
     prompts: P texts (tokenized without special tokens) or P lists of token ids.
     Returns P*n lists of completion token ids, ordered prompt0 x n, prompt1 x n, ... (TRL's grouping);
     a row that generated EOS ends with it, others have exactly max_new_tokens ids.
-    greedy: argmax (then temperature and seed are irrelevant); equals ``model.generate(do_sample=False)``.
+    greedy: argmax (then temperature, top_p and seed are irrelevant); equals ``model.generate(do_sample=False)``.
+    top_p: nucleus sampling, in (0, 1]: each step samples from the smallest set of most likely tokens whose
+    probability (after the temperature) sums to >= top_p, always at least the top token, renormalised (the
+    set transformers' ``TopPLogitsWarper`` keeps). 1.0 (the default) skips the filter: the same probabilities,
+    random stream and tokens as a sampler without top_p.
     seed: seeds a private torch.Generator (the global RNG is untouched); None uses the global RNG.
     batch_size: at most this many rows (completions) at once; default all.
 
@@ -750,6 +755,8 @@ def sample(model, tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]], *
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
     ids_list = [list(p) if not isinstance(p, str) else tokenizer(p, add_special_tokens=False)["input_ids"]
                 for p in prompts]
     rows = [i for i in range(len(ids_list)) for _ in range(n)]
@@ -764,7 +771,7 @@ def sample(model, tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]], *
     try:
         for start in range(0, len(rows), step):
             chunk = list(range(start, min(start + step, len(rows))))
-            _sample_chunk(model, [ids_list[rows[r]] for r in chunk], chunk, out, temperature=temperature,
+            _sample_chunk(model, [ids_list[rows[r]] for r in chunk], chunk, out, temperature=temperature, top_p=top_p,
                           max_new_tokens=max_new_tokens, greedy=greedy, gen=gen, eos=eos, pad=pad, device=device)
     finally:
         model.train(was_training)
@@ -839,8 +846,22 @@ def _sampler_cache(config):
     return cache
 
 
+def _top_p_probs(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus filter of (B, V) probabilities: per row, keep the most likely tokens until their mass reaches
+    ``top_p`` (a token is dropped when the tokens more likely than it already hold >= top_p, so the top token always
+    stays), zero the rest and renormalise. Equals transformers' ``TopPLogitsWarper`` (which drops the least likely
+    tokens whose ascending cumulative mass is <= 1 - top_p) up to float rounding at the boundary and ties."""
+    sorted_p, order = probs.sort(dim=-1, descending=True)
+    mass = sorted_p.cumsum(dim=-1)
+    before = torch.cat([torch.zeros_like(mass[:, :1]), mass[:, :-1]], dim=-1)  # exclusive: 0 for the top token
+    drop_sorted = before >= top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    kept = probs.masked_fill(drop, 0.0)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
 def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: list[list[int]], *,
-                  temperature, max_new_tokens, greedy, gen, eos, pad, device) -> None:
+                  temperature, top_p=1.0, max_new_tokens, greedy, gen, eos, pad, device) -> None:
 
     if max_new_tokens <= 0 or not prompt_ids:
         return
@@ -873,6 +894,8 @@ def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: 
             nxt = logits.argmax(-1)
         else:
             probs = torch.softmax(logits.float() / temperature, dim=-1)
+            if top_p < 1.0:  # at 1.0 the probabilities (and so the random stream) are untouched
+                probs = _top_p_probs(probs, top_p)
             nxt = torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(1).to(device)
         for r, tok in zip(active.tolist(), nxt.tolist()):
             out[r].append(tok)
@@ -948,14 +971,14 @@ greedy_eval = evaluate_greedy  # the name docs/CONTRACTS.md uses
 
 def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, temperature: float = 1.0,
                      template: str = "plain", max_new_tokens: int = 512, batch_size: int = 64,
-                     seed: int = 0, progress: bool = False) -> dict[str, Any]:
-    """Sampled K&K accuracy: ``n`` samples per record at ``temperature``.
+                     seed: int = 0, progress: bool = False, top_p: float = 1.0) -> dict[str, Any]:
+    """Sampled K&K accuracy: ``n`` samples per record at ``temperature`` (nucleus ``top_p``, see :func:`sample`).
 
     Returns what :func:`evaluate_greedy` returns over the n*len(records) samples, plus per_prompt
     (success rate per record), frac_all_correct / frac_all_wrong (groups with zero reward variance
     under a correctness reward) and mean_per_prompt.
     """
-    ev = _evaluate(model, tokenizer, records, n=n, greedy=False, temperature=temperature, seed=seed,
+    ev = _evaluate(model, tokenizer, records, n=n, greedy=False, temperature=temperature, top_p=top_p, seed=seed,
                    template=template, max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
     c = ev["correct"]
     per = [sum(c[i * n:(i + 1) * n]) / n for i in range(len(records))]
@@ -965,7 +988,7 @@ def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, t
 
 
 def _evaluate(model, tokenizer, records, *, n, greedy, template, max_new_tokens, batch_size, progress,
-              temperature=1.0, seed=None) -> dict[str, Any]:
+              temperature=1.0, top_p=1.0, seed=None) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     from dgro_lib.data import kk
@@ -981,7 +1004,7 @@ def _evaluate(model, tokenizer, records, *, n, greedy, template, max_new_tokens,
     for s in tqdm(range(0, len(records), per_chunk), desc="eval", disable=not progress):
         recs = records[s:s + per_chunk]
         ids = sample(model, tokenizer, [kk.format_prompt(r, template=template) for r in recs], n=n,
-                     temperature=temperature, greedy=greedy, max_new_tokens=max_new_tokens,
+                     temperature=temperature, top_p=top_p, greedy=greedy, max_new_tokens=max_new_tokens,
                      seed=None if seed is None else seed + s)
         completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
         lengths += [len(x) for x in ids]

@@ -555,8 +555,9 @@ ROLLOUT_POLICIES = ("current", "reference")
 def make_rollout_func(sample_fn: Callable[..., list[list[int]]], *, policy: str = "current") -> Callable:
     """Adapt a token sampler to TRL's ``rollout_func`` hook (so generation can be swapped without forking TRL).
 
-    ``sample_fn(model, tokenizer, prompts, *, n, temperature, max_new_tokens)`` returns one list of completion
-    ids per prompt row; TRL has already repeated each prompt ``num_generations`` times, so ``n=1``.
+    ``sample_fn(model, tokenizer, prompts, *, n, temperature, top_p, max_new_tokens)`` returns one list of
+    completion ids per prompt row; TRL has already repeated each prompt ``num_generations`` times, so ``n=1``.
+    ``temperature`` and ``top_p`` are the trainer's (GRPOConfig's, as TRL's own ``model.generate`` path uses them).
     ``policy="current"`` samples from the policy being trained (online RL); ``"reference"`` from TRL's frozen
     reference model (needs ``beta != 0`` so TRL builds one): samples of a fixed policy mu, i.e. DRO's offline
     setting with fresh i.i.d. draws instead of a stored data set.
@@ -582,6 +583,7 @@ def make_rollout_func(sample_fn: Callable[..., list[list[int]]], *, policy: str 
                 prompts,
                 n=1,
                 temperature=trainer.temperature,
+                top_p=trainer.top_p,
                 max_new_tokens=trainer.max_completion_length,
             )
         finally:

@@ -114,6 +114,8 @@ def test_unknown_loss_name_lists_the_registry(tmp_path):
 @pytest.mark.parametrize("override,field", [
     ({"eval.temperature": 0.0, "eval.n_samples": 4}, "eval.n_samples"),
     ({"eval.temperature": -1.0}, "eval.temperature"),
+    ({"eval.temperature": 1.0, "eval.top_p": 0.0}, "eval.top_p"),
+    ({"eval.temperature": 1.0, "eval.top_p": 1.5}, "eval.top_p"),
     ({"eval.temperature": 1.0, "eval.n_samples": 2, "eval.ks": [1, 4]}, "eval.ks"),
 ])
 def test_eval_protocol_is_validated(override, field):
@@ -188,6 +190,8 @@ def test_dcpo_table2_gives_each_model_its_own_benchmarks():
                                         "mmlu_pro")}}
     # the authors' validation sampling (597358816/DCPO examples/config.yaml, val_override_config): temperature 0.5
     assert cfg.eval.temperature == 0.5 and cfg.eval.n_samples == 32 and 32 in cfg.eval.ks
+    # ... which keeps the rollout top_p 0.99 (the override replaces only temperature and n)
+    assert cfg.eval.top_p == cfg.train.top_p == 0.99
 
 
 def test_dcpo_table3_is_pass_at_128_on_the_contest_sets_with_qwen3_4b():
@@ -198,6 +202,7 @@ def test_dcpo_table3_is_pass_at_128_on_the_contest_sets_with_qwen3_4b():
     assert cfg.data.math_eval == ["aime24", "aime25", "hmmt25"]
     assert cfg.eval.n_samples == 128 and cfg.eval.ks[0] == 1 and cfg.eval.ks[-1] == 128
     assert cfg.eval.temperature == table2.eval.temperature == 0.5
+    assert cfg.eval.top_p == table2.eval.top_p == 0.99
     assert [c.loss.name for _, _, c in runs] == ["grpo_verl", "entropy_reg", "entropy_adv", "aepo", "dcpo"]
     assert cfg.sweep["loss"] == table2.sweep["loss"]  # the same five trained methods as Table 2
     assert cfg.train == table2.train and cfg.reward == table2.reward and cfg.data.math_train == table2.data.math_train

@@ -130,6 +130,38 @@ def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
     assert (p["temperature"], p["n_samples"], p["ks"], p["paired_metric"]) == (1.0, 4, [1, 2, 4], "first sample per puzzle")
 
 
+def test_eval_top_p_is_sampled_with_and_recorded(monkeypatch):
+    """eval.top_p < 1 reaches the sampler and the protocol; greedy decoding records 1.0 (top_p does not apply)."""
+    from dgro_lib import models as M
+    from dgro_lib.experiment import _evaluate, _protocol, load_eval_records, resolve_model_path
+
+    seen = []
+
+    def recording_sample(*args, **kw):
+        seen.append(kw["top_p"])
+        return sample(*args, **kw)
+
+    sample = M.sample
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                          {"eval.temperature": 1.0, "eval.top_p": 0.7, "eval.n_samples": 2, "eval.ks": [1, 2],
+                           "eval.max_new_tokens": 6})
+    model, tok = M.load_model(resolve_model_path(cfg))
+    monkeypatch.setattr(M, "sample", recording_sample)
+    ev = _evaluate(model, tok, load_eval_records(cfg)[:3], cfg)
+    assert seen and set(seen) == {0.7} and ev["n"] == 6
+    assert _protocol(cfg, 3)["top_p"] == 0.7
+    greedy = apply_overrides(cfg, {"eval.temperature": 0.0, "eval.n_samples": 1, "eval.ks": [1]})
+    assert _protocol(greedy, 3)["top_p"] == 1.0
+
+
+def test_eval_top_p_keeps_the_identity_of_runs_made_before_it():
+    """A manifest written before eval.top_p existed matches a config at the default 1.0, not at another value."""
+    old = {"eval": {"temperature": 0.0, "n_samples": 1}}
+    assert config_diff(old, {"eval": {"temperature": 0.0, "n_samples": 1, "top_p": 1.0}}) == {}
+    assert config_diff(old, {"eval": {"temperature": 0.0, "n_samples": 1, "top_p": 0.99}}) == {
+        "eval.top_p": (None, 0.99)}
+
+
 def test_dro_runs_offline_from_the_config(tmp_path):
     """loss dro + train.rollout_policy reference + loss.value_lr, straight from a params override."""
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {

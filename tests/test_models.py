@@ -304,6 +304,142 @@ def test_sampling_seeded_and_grouped(tiny_model, tok, prompts):
     assert all(1 <= len(x) <= 15 for x in a)
 
 
+class _LogitsRecorder(torch.nn.Module):
+    """Wraps a model; records the next-token logits of every forward the sampler makes."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.config, self.seen = inner, inner.config, []
+
+    def forward(self, **kw):
+        out = self.inner(**kw)
+        self.seen.append(out.logits[:, -1, :].detach().clone())
+        return out
+
+
+def _hf_top_p(logits, temperature, top_p):
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    return torch.softmax(TopPLogitsWarper(top_p)(None, logits.float() / temperature), dim=-1)
+
+
+@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.99])
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
+def test_top_p_filter_equals_transformers_warper(top_p, temperature):
+    logits = torch.randn(16, 300, generator=torch.Generator().manual_seed(7)) * 3
+    ours = M._top_p_probs(torch.softmax(logits / temperature, dim=-1), top_p)
+    ref = _hf_top_p(logits, temperature, top_p)
+    assert torch.equal(ours > 0, ref > 0)  # the same nucleus
+    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-7)
+    assert torch.all((ours > 0).sum(-1) >= 1)
+
+
+def test_top_p_sampler_draws_from_the_nucleus_of_each_step(tiny_model, tok, prompts, monkeypatch):
+    """At every decode step the sampler draws from transformers' top-p distribution of that step's logits, and
+    every sampled token lies in that step's nucleus (rows dropped as they finish included)."""
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+    rec = _LogitsRecorder(tiny_model)
+    drawn = []
+    multinomial = torch.multinomial
+
+    def recording_multinomial(probs, *a, **kw):
+        out = multinomial(probs, *a, **kw)
+        drawn.append((probs.clone(), out.squeeze(1).clone()))
+        return out
+
+    monkeypatch.setattr(torch, "multinomial", recording_multinomial)
+    # n = 1 over distinct prompts: the recorded prefill logits are then row for row those the sampler draws from
+    M.sample(rec, tok, prompts, seed=2, temperature=0.8, top_p=0.6, max_new_tokens=25, eos_token_id=eos)
+    assert len(drawn) == len(rec.seen) >= 5
+    sizes = []
+    for logits, (probs, toks) in zip(rec.seen, drawn):
+        ref = _hf_top_p(logits, 0.8, 0.6)
+        assert torch.equal(probs > 0, ref > 0)
+        torch.testing.assert_close(probs, ref, rtol=1e-5, atol=1e-7)
+        assert bool(ref.gather(1, toks[:, None]).gt(0).all())  # never a token outside the nucleus
+        sizes += (ref > 0).sum(-1).tolist()
+    assert min(sizes) < tok.vocab_size // 2 and max(sizes) > 1  # the filter really cut, and not to greedy
+
+
+def test_top_p_one_samples_exactly_what_plain_sampling_samples(tiny_model, tok, prompts, monkeypatch):
+    """top_p = 1.0 hands the untouched softmax(logits / T) to multinomial: the tokens and the random stream of the
+    sampler without top_p (seeded tests and cached results stay the same)."""
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+    kw = dict(seed=5, temperature=0.7, max_new_tokens=20, eos_token_id=eos)
+    plain = M.sample(tiny_model, tok, prompts, **kw)
+    grouped = M.sample(tiny_model, tok, prompts[:3], n=3, **kw)  # shared prefills, rows copied
+    assert M.sample(tiny_model, tok, prompts[:3], n=3, top_p=1.0, **kw) == grouped
+    rec = _LogitsRecorder(tiny_model)
+    drawn = []
+    multinomial = torch.multinomial
+
+    def recording_multinomial(probs, *a, **kw):
+        drawn.append(probs.clone())
+        return multinomial(probs, *a, **kw)
+
+    monkeypatch.setattr(torch, "multinomial", recording_multinomial)
+    monkeypatch.setattr(M, "_top_p_probs", lambda *a: pytest.fail("top_p 1.0 must not filter"))
+    assert M.sample(rec, tok, prompts, top_p=1.0, **kw) == plain
+    assert len(drawn) == len(rec.seen)
+    for logits, probs in zip(rec.seen, drawn):
+        assert torch.equal(probs, torch.softmax(logits.float() / 0.7, dim=-1))
+
+
+class _FixedLogits(torch.nn.Module):
+    """A 'model' whose next-token distribution is the same at every position (no cache needed)."""
+
+    def __init__(self, config, logits):
+        super().__init__()
+        self.config, self.logits, self.w = config, logits, torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, **kw):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(logits=self.logits.expand(input_ids.shape[0], input_ids.shape[1], -1))
+
+
+def test_top_p_never_samples_outside_the_nucleus_and_renormalises(tiny_model, tok):
+    """p = 0.5, 0.3, 0.15 on three tokens and 0.05 spread over the rest: top_p 0.9 keeps exactly the three
+    (0.8 < 0.9 <= 0.95) and draws them with p / 0.95; top_p 1.0 does draw the rest; a tiny top_p is greedy."""
+    V = tiny_model.config.vocab_size
+    a, b, c = 7, 11, 13
+    p = torch.full((V,), 0.05 / (V - 3))
+    p[[a, b, c]] = torch.tensor([0.5, 0.3, 0.15])
+    model = _FixedLogits(tiny_model.config, p.log())
+    kw = dict(n=4000, max_new_tokens=1, eos_token_id=[], seed=0)
+    toks = Counter(row[0] for row in M.sample(model, tok, [[1, 2]], top_p=0.9, **kw))
+    assert set(toks) == {a, b, c}
+    for t, q in ((a, 0.5), (b, 0.3), (c, 0.15)):
+        assert toks[t] / 4000 == pytest.approx(q / 0.95, abs=0.03)
+    plain = Counter(row[0] for row in M.sample(model, tok, [[1, 2]], top_p=1.0, **kw))
+    assert sum(v for t, v in plain.items() if t not in (a, b, c)) > 100  # ~200 expected: the test can fail
+    assert set(row[0] for row in M.sample(model, tok, [[1, 2]], top_p=1e-6, **kw)) == {a}
+    # the nucleus is taken after the temperature: top_p 0.6 keeps a and b at T = 1, a alone at T = 0.5 (where a has
+    # 0.5^2 / sum p^2 ~ 0.69 of the mass)
+    assert set(row[0] for row in M.sample(model, tok, [[1, 2]], top_p=0.6, **kw)) == {a, b}
+    assert float((p.pow(2) / p.pow(2).sum())[a]) > 0.6
+    assert set(row[0] for row in M.sample(model, tok, [[1, 2]], top_p=0.6, temperature=0.5, **kw)) == {a}
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan"), True])
+def test_top_p_out_of_range_is_refused(tiny_model, tok, bad):
+    with pytest.raises(ValueError, match="top_p"):
+        M.sample(tiny_model, tok, ["a"], top_p=bad, max_new_tokens=1)
+
+
+def test_evaluate_sampled_passes_top_p(tiny_model, tok, monkeypatch):
+    seen = []
+    sample = M.sample
+
+    def recording(*a, **kw):
+        seen.append(kw["top_p"])
+        return sample(*a, **kw)
+
+    monkeypatch.setattr(M, "sample", recording)
+    M.evaluate_sampled(tiny_model, tok, kk.generate(2, 3, seed=3), n=2, top_p=0.3, max_new_tokens=4, batch_size=2)
+    assert seen and set(seen) == {0.3}
+
+
 def test_evaluate_greedy_shapes(tiny_model, tok):
     recs = kk.generate(2, 5, seed=3)
     ev = M.evaluate_greedy(tiny_model, tok, recs, max_new_tokens=8, batch_size=2)

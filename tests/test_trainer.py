@@ -312,6 +312,21 @@ def test_dro_learns_a_value_head_on_samples_of_the_reference_policy(tmp_path, to
     assert len(logs) == 3 and all(math.isfinite(h["dro/value_mean"]) for h in logs)
 
 
+def test_fast_sampler_rollouts_use_the_configured_top_p(tmp_path, tokenizer):
+    """GRPOConfig.top_p reaches our KV-cache sampler as TRL's model.generate path would apply it (it was dropped)."""
+    seen = []
+
+    def recording_sample(model, tok, prompts, **kw):
+        seen.append((kw["temperature"], kw["top_p"]))
+        return sample(model, tok, prompts, **kw)
+
+    trainer = make_trainer(tmp_path, tokenizer, sampler=recording_sample, grpo_kwargs={"top_p": 0.8})
+    assert trainer.top_p == 0.8
+    trainer.model.train()
+    trainer._generate_and_score_completions(_rows(trainer, 2, 4))
+    assert seen == [(1.0, 0.8)]
+
+
 def test_reference_rollouts_need_a_reference_model(tmp_path, tokenizer):
     with pytest.raises(ValueError, match="policy"):
         make_rollout_func(sample, policy="behaviour")
