@@ -1,4 +1,4 @@
-"""Measurements that sit beside the figures: what a reward-range change does under Adam (DESIGN section 8).
+"""Measurements that sit beside the figures: what a reward-range change does under Adam.
 
 Adam is invariant to a constant factor on the loss, up to its epsilon. The [-5,5] scheme of DGRO Table 4 is
 exactly 5x the [-1,1] scheme, and for DGRO's loss (Eq. 4) scaling rewards by c equals scaling the loss by c
@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 import torch
+
+from .sampling import sample
 
 __all__ = ["completion_logps", "adam_scale_check"]
 
@@ -67,7 +69,6 @@ def adam_scale_check(
     """
     from .data import kk
     from .losses import compute_advantages, get_loss
-    from .models import sample
     from .rewards import get_scheme, kk_outcome
 
     torch.manual_seed(seed)

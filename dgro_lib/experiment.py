@@ -32,6 +32,9 @@ from typing import Any
 import pandas as pd
 
 from .config import ExperimentConfig, config_to_dict, expand_sweep
+from .evaluate import eval_summary as _summary
+from .evaluate import evaluate_under_config as _evaluate
+from .evaluate import protocol_for_config as _protocol
 from .manifest import write_json, write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,49 +110,6 @@ def _puzzle_key(record: dict) -> tuple:
 def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
     """The held-out puzzles of ``cfg`` (deterministic from ``data.eval_seed``)."""
     return _records(cfg, "eval")
-
-
-def _evaluate(model, tokenizer, records, cfg: ExperimentConfig) -> dict[str, Any]:
-    """Held-out evaluation under ``cfg.eval``. ``correct`` has one entry per puzzle (what the paired McNemar
-    test compares): the greedy answer, or with sampling the first sample (one unbiased pass@1 draw); with
-    sampling, ``n_correct`` (per puzzle, out of n_samples), ``pass@k`` for ``cfg.eval.ks`` and ``accuracy`` =
-    avg@n are added."""
-    from .evaluate import pass_at_k
-    from .models import evaluate_greedy, evaluate_sampled
-
-    e = cfg.eval
-    common = dict(template=cfg.data.template, max_new_tokens=e.max_new_tokens, batch_size=e.batch_size)
-    if e.temperature == 0:
-        ev = evaluate_greedy(model, tokenizer, records, **common)
-        ev["pass@1"] = ev["accuracy"]
-        return ev
-    ev = evaluate_sampled(model, tokenizer, records, n=e.n_samples, temperature=e.temperature, top_p=e.top_p,
-                          seed=e.seed, **common)
-    n = e.n_samples
-    counts = [sum(ev["correct"][i * n:(i + 1) * n]) for i in range(len(records))]
-    ev["n_correct"] = counts
-    ev["correct"] = [bool(ev["correct"][i * n]) for i in range(len(records))]
-    for k in e.ks:
-        ev[f"pass@{k}"] = sum(pass_at_k(n, c, k) for c in counts) / max(len(counts), 1)
-    return ev
-
-
-def _protocol(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]:
-    """How the held-out numbers were measured (written next to them in base_eval.json / final_eval.json). Greedy
-    decoding records top_p 1.0 (and no seed): neither applies to it."""
-    from .evaluate import eval_protocol
-
-    e = cfg.eval
-    return eval_protocol(temperature=e.temperature, top_p=e.top_p if e.temperature > 0 else 1.0,
-                         n_samples=e.n_samples, max_new_tokens=e.max_new_tokens, template=cfg.data.template,
-                         ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
-                         people=list(cfg.data.eval_people), n_puzzles=n_records, data_source=cfg.data.source,
-                         eval_seed=cfg.data.eval_seed,
-                         paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle")
-
-
-def _summary(ev: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in ev.items() if not isinstance(v, (list, tuple))}
 
 
 def _latest_checkpoint(trainer_dir: Path) -> str | None:
@@ -361,7 +321,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     from transformers import TrainerCallback, set_seed
 
     from .data import kk
-    from .models import load_model, sample
+    from .models import load_model
+    from .sampling import sample
     from .rewards import kk_reward_func
     from .trainer import DGROTrainer, make_rollout_func
 

@@ -37,8 +37,9 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.config import find_params, load_config
+from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled
 from dgro_lib.experiment import load_eval_records, resolve_model_path
-from dgro_lib.models import evaluate_greedy, evaluate_sampled, load_model
+from dgro_lib.models import load_model
 from dgro_lib.plots import save_figure
 
 cfg = load_config(find_params("00_base_model", profile))

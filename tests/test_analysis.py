@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-import dgro_lib.models as models
 from dgro_lib.analysis import adam_scale_check
 from dgro_lib.data import kk
 from dgro_lib.data.trace import completion_text
@@ -29,7 +28,7 @@ def test_reward_scale_under_adam_and_sgd(monkeypatch):
                     for t in texts]
         return out
 
-    monkeypatch.setattr(models, "sample", fake_sample)
+    monkeypatch.setattr("dgro_lib.analysis.sample", fake_sample)
     df = adam_scale_check(model, tokenizer, records, num_generations=G, updates=3, beta2=0.1, lr=1e-3,
                           max_new_tokens=8).set_index(["comparison", "optimizer"])
     same = df.loc[("[-5,5] vs [-1,1], beta2=0", "adam")]

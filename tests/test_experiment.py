@@ -113,8 +113,10 @@ def test_base_eval_made_under_another_protocol_is_kept_and_redone(tmp_path, caps
 def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
     """eval.temperature > 0: n samples per puzzle, accuracy = avg@n = pass@1, pass@k for eval.ks, one paired
     entry per puzzle, and the protocol says so."""
+    from dgro_lib.evaluate import evaluate_under_config as _evaluate
     from dgro_lib.evaluate import pass_at_k
-    from dgro_lib.experiment import _evaluate, _protocol, load_eval_records, resolve_model_path
+    from dgro_lib.evaluate import protocol_for_config as _protocol
+    from dgro_lib.experiment import load_eval_records, resolve_model_path
     from dgro_lib.models import load_model
 
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
@@ -133,7 +135,9 @@ def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
 def test_eval_top_p_is_sampled_with_and_recorded(monkeypatch):
     """eval.top_p < 1 reaches the sampler and the protocol; greedy decoding records 1.0 (top_p does not apply)."""
     from dgro_lib import models as M
-    from dgro_lib.experiment import _evaluate, _protocol, load_eval_records, resolve_model_path
+    from dgro_lib.evaluate import evaluate_under_config as _evaluate
+    from dgro_lib.evaluate import protocol_for_config as _protocol
+    from dgro_lib.experiment import load_eval_records, resolve_model_path
 
     seen = []
 
@@ -146,7 +150,7 @@ def test_eval_top_p_is_sampled_with_and_recorded(monkeypatch):
                           {"eval.temperature": 1.0, "eval.top_p": 0.7, "eval.n_samples": 2, "eval.ks": [1, 2],
                            "eval.max_new_tokens": 6})
     model, tok = M.load_model(resolve_model_path(cfg))
-    monkeypatch.setattr(M, "sample", recording_sample)
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.sample", recording_sample)
     ev = _evaluate(model, tok, load_eval_records(cfg)[:3], cfg)
     assert seen and set(seen) == {0.7} and ev["n"] == 6
     assert _protocol(cfg, 3)["top_p"] == 0.7

@@ -1,4 +1,4 @@
-"""The rest of the loss family (issue #3): PPO clip, DCPO, J1/J3, entropy baselines, TRL delegation, chunked log-probs.
+"""The rest of the loss family: PPO clip, DCPO, J1/J3, entropy baselines, TRL delegation, chunked log-probs.
 
 References, not frozen numbers: explicit loops over (i, t), autograd on tiny softmax policies, the exact
 expectation of a toy categorical policy for J3's importance-sampling estimator.
@@ -71,7 +71,8 @@ def test_dcpo_temperature_and_alpha_rules():
 
 
 def dcpo_ref(lp, old, lpT_hi, lpT_lo, mask, adv, rewards, *, H0, alpha, combine, double_is, weight, thr, eps, dual):
-    """Loop reference of DESIGN §3 steps 1-6 with token-mean aggregation (value only)."""
+    """Loop reference of the DCPO rule (steps 1-6 of :func:`dgro_lib.losses.dcpo_loss`) with token-mean aggregation
+    (value only)."""
     B, T = lp.shape
     toks = [(i, t) for i in range(B) for t in range(T) if mask[i, t] > 0]
     H = sum(-old[i, t] for i, t in toks) / len(toks)

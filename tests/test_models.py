@@ -13,10 +13,37 @@ import pytest
 import torch
 
 from dgro_lib import models as M
+from dgro_lib import sampling as S
+from dgro_lib.evaluate import accuracy as A
 from dgro_lib.data import kk
 from dgro_lib.data.trace import build_trace, completion_text, header_words, reasoning_trace
 
 torch.set_num_threads(1)
+
+
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def _local_kk_is_correct(completion: str, *, names: Sequence[str], solution: Sequence[bool]) -> bool:
+    """A second, independent statement of the correctness rule, held against :func:`dgro_lib.rewards.kk_is_correct`
+    (the rule evaluations use): tags </think>, <answer>, </answer> once each
+    and in order (the prompt holds <think>), the last answer block names every person's role correctly, and it
+    mentions knight/knave exactly once per person."""
+    if completion.count("<think>") or any(completion.count(t) != 1 for t in ("</think>", "<answer>", "</answer>")):
+        return False
+    if not completion.index("</think>") < completion.index("<answer>") < completion.index("</answer>"):
+        return False
+    blocks = _ANSWER_RE.findall(completion)
+    if not blocks:
+        return False
+    ans = blocks[-1]
+    if len(re.findall(r"\b(knight|knave)\b", ans)) != len(names):
+        return False
+    for name, is_knight in zip(names, solution):
+        m = re.search(rf"\b{re.escape(name)}\b\s+is\s+a\s+(knight|knave)", ans)
+        if not m or (m.group(1) == "knight") != bool(is_knight):
+            return False
+    return True
 
 TINY = M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64, people=(2,), mix=(1.0,),
                              n_puzzles=24, trace_style="none", batch_size=4, max_steps=2, warmup_steps=1, seed=3)
@@ -90,7 +117,7 @@ def test_tokenizer_save_load(tok, tmp_path):
 @pytest.mark.parametrize("style", ["explicit", "named", "named_verbatim"])
 @pytest.mark.parametrize("people", [2, 3, 4])
 def test_trace_reaches_solution_and_is_judged_correct(tok, people, style):
-    check, _ = M._correctness_checker()
+    check, _ = A._correctness_checker()
     for rec in kk.generate(people, 40, seed=100 + people):
         t = build_trace(rec, style=style)
         assert list(t.assignment) == list(rec["solution"]) and not t.slipped
@@ -100,7 +127,7 @@ def test_trace_reaches_solution_and_is_judged_correct(tok, people, style):
         # what TRL hands the reward: the decoded token ids (spaces around punctuation, no newlines)
         decoded = tok.decode(tok(comp, add_special_tokens=False)["input_ids"], skip_special_tokens=True)
         assert check(decoded, names=rec["names"], solution=rec["solution"])
-        assert M._local_kk_is_correct(decoded, names=rec["names"], solution=rec["solution"])
+        assert _local_kk_is_correct(decoded, names=rec["names"], solution=rec["solution"])
 
 
 @pytest.mark.parametrize("style", ["explicit", "named"])
@@ -181,7 +208,7 @@ def test_slip_gives_consistent_wrong_answer():
             assert [w for w in last_try if w in ("knight", "knave")] == [("knight" if a else "knave")
                                                                          for a in t.assignment]
             comp = completion_text(r, slip_rate=1.0, rng=random.Random(0))
-            assert not M._local_kk_is_correct(comp, names=r["names"], solution=r["solution"])
+            assert not _local_kk_is_correct(comp, names=r["names"], solution=r["solution"])
         else:
             assert list(t.assignment) == list(r["solution"])
     assert slipped > 20  # most 3-person puzzles have a near-miss assignment before the solution
@@ -259,9 +286,9 @@ def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, p
                          max_new_tokens=3 * prompt_len, eos_token_id=[]))
 
     ours = runs()
-    cache = M._sampler_cache(tiny_model.config)
+    cache = S._sampler_cache(tiny_model.config)
     assert {type(layer).__name__ for layer in cache.layers} == {"GrowingKVLayer"}
-    monkeypatch.setattr(M, "_sampler_cache", lambda config: DynamicCache(config=config))
+    monkeypatch.setattr("dgro_lib.sampling._sampler_cache", lambda config: DynamicCache(config=config))
     ref = runs()
     assert ours == ref
     assert len({len(r) for r in ref[0] + ref[1]}) >= 3  # rows finished at different steps (dropped from the cache)
@@ -273,7 +300,7 @@ def test_growing_cache_layer_follows_dynamic_layer_operations():
     keys/values a DynamicLayer has after the same operations."""
     from transformers.cache_utils import DynamicLayer
 
-    ours, ref = M._growing_kv_layer_class()[1](), DynamicLayer()
+    ours, ref = S._growing_kv_layer_class()[1](), DynamicLayer()
     g = torch.Generator().manual_seed(0)
 
     def kv(b, n):
@@ -327,7 +354,7 @@ def _hf_top_p(logits, temperature, top_p):
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
 def test_top_p_filter_equals_transformers_warper(top_p, temperature):
     logits = torch.randn(16, 300, generator=torch.Generator().manual_seed(7)) * 3
-    ours = M._top_p_probs(torch.softmax(logits / temperature, dim=-1), top_p)
+    ours = S._top_p_probs(torch.softmax(logits / temperature, dim=-1), top_p)
     ref = _hf_top_p(logits, temperature, top_p)
     assert torch.equal(ours > 0, ref > 0)  # the same nucleus
     torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-7)
@@ -378,7 +405,7 @@ def test_top_p_one_samples_exactly_what_plain_sampling_samples(tiny_model, tok, 
         return multinomial(probs, *a, **kw)
 
     monkeypatch.setattr(torch, "multinomial", recording_multinomial)
-    monkeypatch.setattr(M, "_top_p_probs", lambda *a: pytest.fail("top_p 1.0 must not filter"))
+    monkeypatch.setattr("dgro_lib.sampling._top_p_probs", lambda *a: pytest.fail("top_p 1.0 must not filter"))
     assert M.sample(rec, tok, prompts, top_p=1.0, **kw) == plain
     assert len(drawn) == len(rec.seen)
     for logits, probs in zip(rec.seen, drawn):
@@ -435,28 +462,28 @@ def test_evaluate_sampled_passes_top_p(tiny_model, tok, monkeypatch):
         seen.append(kw["top_p"])
         return sample(*a, **kw)
 
-    monkeypatch.setattr(M, "sample", recording)
-    M.evaluate_sampled(tiny_model, tok, kk.generate(2, 3, seed=3), n=2, top_p=0.3, max_new_tokens=4, batch_size=2)
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.sample", recording)
+    A.evaluate_sampled(tiny_model, tok, kk.generate(2, 3, seed=3), n=2, top_p=0.3, max_new_tokens=4, batch_size=2)
     assert seen and set(seen) == {0.3}
 
 
 def test_evaluate_greedy_shapes(tiny_model, tok):
     recs = kk.generate(2, 5, seed=3)
-    ev = M.evaluate_greedy(tiny_model, tok, recs, max_new_tokens=8, batch_size=2)
+    ev = A.evaluate_greedy(tiny_model, tok, recs, max_new_tokens=8, batch_size=2)
     assert ev["n"] == 5 and len(ev["correct"]) == 5 and len(ev["completions"]) == 5
     assert 0.0 <= ev["accuracy"] <= 1.0 and ev["mean_length"] <= 8
-    assert ev["checker"] in ("dgro_lib.rewards.kk_is_correct", "dgro_lib.models._local_kk_is_correct")
-    sv = M.evaluate_sampled(tiny_model, tok, recs[:2], n=3, max_new_tokens=8, batch_size=6)
+    assert ev["checker"] == "dgro_lib.rewards.kk_is_correct"
+    sv = A.evaluate_sampled(tiny_model, tok, recs[:2], n=3, max_new_tokens=8, batch_size=6)
     assert sv["n"] == 6 and len(sv["per_prompt"]) == 2
 
 
 def test_local_checker():
     names, sol = ["Zoey", "Owen"], [True, False]
     ok = "x </think> <answer> (1) Zoey is a knight\n(2) Owen is a knave </answer>"
-    assert M._local_kk_is_correct(ok, names=names, solution=sol)
-    assert not M._local_kk_is_correct(ok.replace("knave", "knight"), names=names, solution=sol)
-    assert not M._local_kk_is_correct(ok.replace("</think>", ""), names=names, solution=sol)
-    assert not M._local_kk_is_correct("", names=names, solution=sol)
+    assert _local_kk_is_correct(ok, names=names, solution=sol)
+    assert not _local_kk_is_correct(ok.replace("knave", "knight"), names=names, solution=sol)
+    assert not _local_kk_is_correct(ok.replace("</think>", ""), names=names, solution=sol)
+    assert not _local_kk_is_correct("", names=names, solution=sol)
 
 
 # ------------------------------------------------------------------ cache, loading, LoRA
@@ -469,7 +496,7 @@ def test_embedded_cache_returns_same_path_without_rebuilding(tmp_path, monkeypat
     def boom(*a, **k):
         raise AssertionError("rebuilt a cached model")
 
-    monkeypatch.setattr(M, "warmup", boom)
+    monkeypatch.setattr("dgro_lib.models.embedded.warmup", boom)
     assert M.get_embedded_base_model(TINY, cache_dir=tmp_path) == path
     other = M.EmbeddedModelConfig(**{**TINY.to_dict(), "people": (2,), "mix": (1.0,), "seed": 4})
     assert M.config_hash(other) != M.config_hash(TINY)

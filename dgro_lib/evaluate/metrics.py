@@ -1,5 +1,6 @@
-"""Evaluation statistics: paired McNemar tests of base vs trained accuracy, the per-run summary tables, and the
-unbiased pass@k / avg@k tables of DGRO Tables 2-3 and DCPO Tables 2-3 with their eval protocol."""
+"""Evaluation statistics: paired McNemar tests of base vs trained accuracy, the per-run summary tables, the
+unbiased pass@k / avg@k tables of DGRO Tables 2-3 and DCPO Tables 2-3, and their results files (each table written
+with the protocol that measured it, see :mod:`.protocol`)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,7 @@ def paired_improvement_table(finals: pd.DataFrame, base_correct: Sequence[bool],
 # pass@k, avg@k and the papers' result tables
 # ---------------------------------------------------------------------------------------------
 
-__all__ += ["pass_at_k", "avg_at_k", "per_problem_counts", "pass_at_k_table", "eval_protocol", "write_results",
-            "read_results"]
+__all__ += ["pass_at_k", "avg_at_k", "per_problem_counts", "pass_at_k_table", "write_results", "read_results"]
 
 
 def _count(value: Any, name: str) -> int:
@@ -247,40 +247,6 @@ def pass_at_k_table(df: pd.DataFrame, ks: int | Sequence[int] = 1, *, by: str = 
     if single:
         return blocks[0]
     return pd.concat(blocks, axis=1, keys=[f"{metric}@{k}" for k in k_list], names=["metric", by])
-
-
-def eval_protocol(*, temperature: float, n_samples: int, max_new_tokens: int, template: str,
-                  top_p: float = 1.0, **extra: Any) -> dict[str, Any]:
-    """The evaluation protocol that produced a result table, as a validated plain dict.
-
-    Written into every result file by :func:`write_results`, so a number is never separated from
-    how it was measured. ``temperature`` 0 means greedy decoding and then ``n_samples`` must be 1
-    (more greedy samples are copies of the first). ``extra`` holds anything else worth recording
-    (model, checkpoint, data set revision, ``metric``, ``ks``); values must be JSON-serialisable.
-
-    Raises ValueError naming the field for a negative or non-finite temperature, ``top_p`` outside
-    (0, 1], ``n_samples`` or ``max_new_tokens`` < 1, an empty ``template``, or greedy decoding with
-    ``n_samples > 1``; TypeError for a value that JSON cannot hold.
-    """
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not math.isfinite(temperature) \
-            or temperature < 0:
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
-    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-    for fname, v in (("n_samples", n_samples), ("max_new_tokens", max_new_tokens)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{fname} must be an int >= 1, got {v!r}")
-    if not isinstance(template, str) or not template:
-        raise ValueError(f"template must be a non-empty str, got {template!r}")
-    if temperature == 0 and n_samples != 1:
-        raise ValueError(f"n_samples must be 1 with greedy decoding (temperature 0), got {n_samples}")
-    protocol = {"temperature": float(temperature), "top_p": float(top_p), "n_samples": n_samples,
-                "max_new_tokens": max_new_tokens, "template": template, **extra}
-    try:
-        json.dumps(protocol, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"eval protocol values must be JSON-serialisable: {exc}") from exc
-    return protocol
 
 
 def _json_cell(x: Any) -> Any:

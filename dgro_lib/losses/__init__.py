@@ -1,0 +1,137 @@
+"""Pure loss and advantage functions behind one name registry.
+
+Modelled on verl's ``core_algos``: every policy loss is a plain function with the
+same signature, registered by name, returning ``(loss, metrics)``::
+
+    fn(logps, old_logps, mask, advantages, *, <cfg kwargs>, **extra_tensors)
+        -> (loss: Tensor scalar, metrics: dict[str, float])
+
+Shapes: ``logps``, ``old_logps``, ``mask`` are ``(B, T)`` (B responses, T padded
+completion tokens; mask 1 on real tokens, 0 on padding); ``advantages`` is ``(B,)``
+(one value per response) or ``(B, T)``. Extra tensors a loss needs (entropies,
+reference log-probs, ...) are declared with ``register_loss(name, requires=...)``
+so that the trainer knows what to pass; ``loss_requires(name)`` reads them back.
+
+Nothing in here reads a config object: every knob is a keyword argument.
+
+Notation: ℓ_{i,t} = log π_θ(y_{i,t} | x, y_{i,<t}), mask m_{i,t},
+n_i = Σ_t m_{i,t}, sequence log-prob L_i = Σ_t m_{i,t} ℓ_{i,t}; "old" quantities
+come from π_θold; r_i is the scalar reward, r̄ its group mean.
+"DGRO" is the paper Decoupled Group Reward Optimization; "DCPO" follows the authors'
+code (github.com/597358816/DCPO at commit 15dc716), since its text lost the equations.
+
+Map of the modules (importing this package imports them all, so every loss is registered):
+
+============================  ==========================================================================
+module                        contents
+============================  ==========================================================================
+:mod:`.registry`              ``register_loss`` and the lookups (``get_loss``, ``loss_requires``,
+                              ``loss_params``, ``loss_soft_beta`` (β = 2β2/β1, DGRO Eq. 15), ...)
+:mod:`.specs`                 what a loss declares besides its function: ``ExtraRollouts``,
+                              ``BatchStatistics``, the DCPO/AEPO temperature rule ``dcpo_temperature``
+:mod:`.inputs`                the common checks on the four tensors (``_prepare``)
+:mod:`.aggregation`           ``aggregate`` / ``aggregation_weights``: token-mean, seq-mean-token-mean,
+                              seq-mean-token-sum (DGRO Eq. 4/6), seq-mean-token-sum-norm (Dr.GRPO)
+:mod:`.advantages`            group mean baseline (DGRO Eq. 6), soft value baseline (DGRO Eq. 2, 15;
+                              limits in Appendix E), ``compute_advantages``, ``group_stats``
+:mod:`.dgro`                  ``dgro_loss`` (DGRO Eq. 4, gradient Eq. 5, group estimate Eq. 6),
+                              ``kimi_loss`` (Table 1, Eq. 14), ``dro_loss`` (Table 1, Eq. 13)
+:mod:`.ppo`                   ``ppo_clip_per_token`` (PPO clip, dual clip), ``grpo_verl_loss``,
+                              TRL's own ``grpo``/``dapo``/``dr_grpo``/``bnpo`` (``TRL_LOSSES``)
+:mod:`.dcpo`                  ``dcpo_loss`` and its rules (``dcpo_alpha``, ``dcpo_batch_stats``,
+                              ``dcpo_advantages``), DCPO Table 1's J1–J4, ``aepo_loss``
+:mod:`.baselines`             Entropy-Reg, Entropy-Adv (DCPO Tables 2–3), Online DPO (DGRO Fig. 3)
+============================  ==========================================================================
+
+Dependencies point one way: ``specs`` <- ``registry`` <- the loss modules; ``inputs``, ``aggregation`` and
+``advantages`` import nothing of the package; ``dcpo`` and ``baselines`` use ``ppo``'s clipped surrogate.
+"""
+
+from __future__ import annotations
+
+from .registry import (
+    _BATCH_STATS,
+    _EXTRA_ROLLOUTS,
+    _LOSSES,
+    _ON_POLICY_INERT,
+    _PARAMS,
+    _REQUIRES,
+    _SOFT_BETA,
+    _SPEC_PARAMS,
+    _TEMPERATURES,
+    LossFn,
+    get_loss,
+    list_losses,
+    loss_batch_statistics,
+    loss_call_kwargs,
+    loss_extra_rollouts,
+    loss_on_policy_inert,
+    loss_params,
+    loss_requires,
+    loss_soft_beta,
+    loss_temperatures,
+    register_loss,
+    trl_loss_type,
+    validate_loss_kwargs,
+)
+from .specs import ENTROPY_FROM, ENTROPY_SOURCES, EXTRA_PLACEMENTS, BatchStatistics, ExtraRollouts, dcpo_temperature
+from .aggregation import AGGREGATIONS, aggregate, aggregation_weights
+from .advantages import SCALES, VALUES, compute_advantages, group_mean_baseline, group_stats, soft_value_baseline
+from .dgro import RATIO_LEVELS, dgro_loss, dro_loss, kimi_loss
+from .ppo import TRL_LOSSES, grpo_verl_loss, ppo_clip_per_token
+from .dcpo import (
+    AEPO_FRACTION,
+    DCPO_COMBINE,
+    DCPO_WEIGHTS,
+    aepo_loss,
+    dcpo_advantages,
+    dcpo_alpha,
+    dcpo_batch_stats,
+    dcpo_loss,
+    j1_loss,
+    j2_loss,
+    j3_loss,
+    j4_loss,
+)
+from .baselines import entropy_adv_loss, entropy_reg_loss, online_dpo_loss
+
+__all__ = [
+    "AGGREGATIONS",
+    "TRL_LOSSES",
+    "aggregate",
+    "aggregation_weights",
+    "compute_advantages",
+    "dcpo_advantages",
+    "dcpo_loss",
+    "dgro_loss",
+    "dro_loss",
+    "entropy_adv_loss",
+    "entropy_reg_loss",
+    "EXTRA_PLACEMENTS",
+    "ExtraRollouts",
+    "aepo_loss",
+    "BatchStatistics",
+    "dcpo_batch_stats",
+    "grpo_verl_loss",
+    "loss_batch_statistics",
+    "loss_call_kwargs",
+    "loss_on_policy_inert",
+    "loss_params",
+    "loss_soft_beta",
+    "validate_loss_kwargs",
+    "j2_loss",
+    "j4_loss",
+    "loss_extra_rollouts",
+    "get_loss",
+    "group_mean_baseline",
+    "group_stats",
+    "kimi_loss",
+    "list_losses",
+    "loss_requires",
+    "loss_temperatures",
+    "online_dpo_loss",
+    "ppo_clip_per_token",
+    "register_loss",
+    "soft_value_baseline",
+    "trl_loss_type",
+]

@@ -1,0 +1,236 @@
+"""The loss registry: name -> loss function, plus what each loss declares at registration.
+
+Modelled on verl's ``core_algos`` registry: :func:`register_loss` is a decorator that stores a loss
+function under a name together with the extra tensors it ``requires``, its configurable keyword
+arguments, and optional declarations (soft-value β, on-policy-inert terms, scoring temperatures,
+extra rollouts, batch statistics). The lookups below read them back, so the trainer and the config
+validation never hard-code a loss. Every registered function has the common signature::
+
+    fn(logps, old_logps, mask, advantages, *, <cfg kwargs>, **extra_tensors)
+        -> (loss: Tensor scalar, metrics: dict[str, float])
+
+This module imports no loss; the loss modules import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Callable, Iterable
+
+from .specs import BatchStatistics, ExtraRollouts
+
+LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
+
+_LOSSES: dict[str, LossFn] = {}
+_REQUIRES: dict[str, tuple[str, ...]] = {}
+_TEMPERATURES: dict[str, Callable[[dict], tuple[float, ...]]] = {}
+_EXTRA_ROLLOUTS: dict[str, Callable[[dict], "ExtraRollouts"]] = {}
+_PARAMS: dict[str, tuple[str, ...] | None] = {}  # None: TRL's own loss, its kwargs are GRPOConfig fields
+_SPEC_PARAMS: dict[str, tuple[str, ...]] = {}
+_SOFT_BETA: dict[str, Callable[[dict], float]] = {}
+_ON_POLICY_INERT: dict[str, Callable[[dict], tuple[str, ...]]] = {}
+_BATCH_STATS: dict[str, Callable[[dict], "BatchStatistics"]] = {}
+
+_POSITIONAL = ("logps", "old_logps", "mask", "advantages")
+
+
+def _signature_params(name: str, fn: LossFn, requires: tuple[str, ...]) -> tuple[str, ...]:
+    """The configurable keyword arguments of a loss function: its parameters after the four tensors, less the
+    extra tensors it ``requires``. A loss that forwards ``**kwargs`` must list its parameters explicitly."""
+    sig = inspect.signature(fn)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        raise ValueError(f"loss {name!r} takes **kwargs: register it with params=(...) naming its keyword arguments")
+    names = [p for p in sig.parameters if p not in _POSITIONAL and p not in requires]
+    return tuple(names)
+
+
+def register_loss(
+    name: str,
+    *,
+    requires: Iterable[str] = (),
+    temperatures: Callable[[dict], Iterable[float]] | None = None,
+    extra_rollouts: Callable[[dict], ExtraRollouts] | None = None,
+    params: Iterable[str] | None = None,
+    spec_params: Iterable[str] = (),
+    soft_beta: Callable[[dict], float] | None = None,
+    on_policy_inert: Callable[[dict], Iterable[str]] | None = None,
+    batch_stats: Callable[[dict], BatchStatistics] | None = None,
+    trl: bool = False,
+) -> Callable[[LossFn], LossFn]:
+    """Decorator registering a policy loss under ``name``.
+
+    Args:
+        name: registry key (what configs write, e.g. ``loss: dgro``).
+        requires: names of extra tensors the loss reads from ``**extra_tensors``
+            (for example ``"entropies"``, ``"ref_logps"``). Stored so the trainer
+            computes and passes exactly those; see :func:`loss_requires`.
+        temperatures: for losses requiring ``"temp_logps"``: a function of the loss kwargs
+            returning the temperatures T at which the trainer must score the batch
+            (see :func:`loss_temperatures`).
+        extra_rollouts: a function of the loss kwargs returning the :class:`ExtraRollouts` the trainer
+            must generate for each rollout batch (see :func:`loss_extra_rollouts`).
+        params: the loss's keyword arguments (what ``loss.kwargs`` may set); default: read from the function's
+            signature (every parameter after the four tensors, less ``requires``). Required for a function that
+            forwards ``**kwargs``.
+        spec_params: further keys of ``loss.kwargs`` read only by ``extra_rollouts`` (not passed to the function).
+        soft_beta: a function of the loss kwargs (defaults filled in) giving β of the soft value baseline
+            V = β·log mean exp(r/β) (``loss.value: soft``); losses without one refuse ``value: soft``.
+        on_policy_inert: a function of the loss kwargs (defaults filled in) naming the kwargs whose term has zero
+            gradient when π_θ = π_old (one on-policy update per rollout batch), e.g. DGRO's ``beta2``.
+        batch_stats: a function of the loss kwargs (defaults filled in) returning the :class:`BatchStatistics`
+            the trainer computes once per rollout batch and passes as ``batch_stats``.
+        trl: TRL's own loss (``params`` are then the fields of ``trl.GRPOConfig``).
+
+    Re-registering the same function (same module and qualified name, e.g. after a
+    module reload) is allowed; registering a different function under a taken name
+    raises ``ValueError``.
+    """
+    req = tuple(requires)
+    if isinstance(requires, str):  # a bare string would be split into characters
+        req = (requires,)
+
+    def decorator(fn: LossFn) -> LossFn:
+        old = _LOSSES.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"loss {name!r} is already registered to {old.__module__}.{old.__qualname__}")
+        own = None if trl else (tuple(params) if params is not None else _signature_params(name, fn, req))
+        _LOSSES[name] = fn
+        _REQUIRES[name] = req
+        _PARAMS[name] = own
+        _SPEC_PARAMS[name] = tuple(spec_params)
+        for table, value in ((_SOFT_BETA, soft_beta), (_ON_POLICY_INERT, on_policy_inert), (_BATCH_STATS, batch_stats),
+                             (_EXTRA_ROLLOUTS, extra_rollouts)):
+            if value is not None:
+                table[name] = value
+            else:
+                table.pop(name, None)
+        if temperatures is not None:
+            _TEMPERATURES[name] = lambda kw: tuple(float(t) for t in temperatures(kw))
+        return fn
+
+    return decorator
+
+
+def _unknown(name: str) -> KeyError:
+    return KeyError(f"unknown loss {name!r}; valid names: {', '.join(list_losses())}")
+
+
+def get_loss(name: str) -> LossFn:
+    """The loss function registered as ``name``; unknown name -> ``KeyError`` listing the valid names."""
+    try:
+        return _LOSSES[name]
+    except KeyError:
+        raise _unknown(name) from None
+
+
+def list_losses() -> list[str]:
+    """Sorted names of all registered losses."""
+    return sorted(_LOSSES)
+
+
+def loss_requires(name: str) -> tuple[str, ...]:
+    """Names of the extra tensors the loss ``name`` needs (``()`` for none); unknown name -> ``KeyError``."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    return _REQUIRES[name]
+
+
+def _trl_config_fields() -> tuple[str, ...]:
+    from trl import GRPOConfig  # imported on first use: importing trl takes seconds, and only TRL's losses need it
+
+    return tuple(f.name for f in dataclasses.fields(GRPOConfig))
+
+
+def loss_params(name: str) -> tuple[str, ...]:
+    """Every key ``loss.kwargs`` may set for the loss ``name``: its function's keyword arguments plus the keys its
+    extra-rollout spec reads; for TRL's own losses the ``trl.GRPOConfig`` fields. Unknown name -> ``KeyError``."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    own = _PARAMS[name]
+    if own is None:
+        return _trl_config_fields()
+    return own + tuple(k for k in _SPEC_PARAMS[name] if k not in own)
+
+
+def validate_loss_kwargs(name: str, kwargs: dict | None) -> None:
+    """Refuse keys that the loss ``name`` does not take: ``ValueError`` naming the key and listing the valid ones
+    (a typo such as ``beta_2`` would otherwise be dropped without a word)."""
+    valid = loss_params(name)
+    bad = sorted(k for k in (kwargs or {}) if k not in valid)
+    if bad:
+        what = "trl.GRPOConfig fields (TRL's own loss)" if _PARAMS[name] is None else "its keyword arguments"
+        shown = ", ".join(sorted(valid)) if _PARAMS[name] is not None else "e.g. epsilon, epsilon_high, beta, delta"
+        raise ValueError(f"loss {name!r} has no parameter {bad[0]!r}" + (f" (nor {bad[1:]})" if len(bad) > 1 else "")
+                         + f"; valid: {what}: {shown}")
+
+
+def loss_call_kwargs(name: str, kwargs: dict | None) -> dict:
+    """The part of ``kwargs`` passed to the loss function (the extra-rollout spec's own keys are left out);
+    validates first (:func:`validate_loss_kwargs`)."""
+    validate_loss_kwargs(name, kwargs)
+    own = _PARAMS[name] or ()
+    return {k: v for k, v in (kwargs or {}).items() if k in own}
+
+
+def _resolved(name: str, kwargs: dict | None) -> dict:
+    """``kwargs`` with the loss function's own defaults filled in (so a declared quantity never depends on a default
+    written a second time elsewhere)."""
+    validate_loss_kwargs(name, kwargs)
+    out = {}
+    if _PARAMS[name] is not None:
+        for p in inspect.signature(_LOSSES[name]).parameters.values():
+            if p.name in (_PARAMS[name] or ()) and p.default is not inspect.Parameter.empty:
+                out[p.name] = p.default
+    out.update(kwargs or {})
+    return out
+
+
+def loss_soft_beta(name: str, kwargs: dict | None = None) -> float:
+    """β of the soft value baseline for the loss ``name`` configured with ``kwargs`` (DGRO Eq. 15: β = 2β2/β1);
+    ``ValueError`` when the loss defines none."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _SOFT_BETA.get(name)
+    if fn is None:
+        have = ", ".join(sorted(_SOFT_BETA)) or "none"
+        raise ValueError(f"loss {name!r} defines no soft-value temperature beta (value: soft); losses that do: {have}")
+    return float(fn(_resolved(name, kwargs)))
+
+
+def loss_on_policy_inert(name: str, kwargs: dict | None = None) -> tuple[str, ...]:
+    """Names of the kwargs of ``name`` whose term has zero gradient with one on-policy update per rollout batch
+    (``()`` when none, or when they are 0 anyway)."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _ON_POLICY_INERT.get(name)
+    return tuple(fn(_resolved(name, kwargs))) if fn is not None else ()
+
+
+def loss_batch_statistics(name: str, kwargs: dict | None = None) -> BatchStatistics | None:
+    """The :class:`BatchStatistics` the loss ``name`` needs once per rollout batch, or None."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _BATCH_STATS.get(name)
+    return fn(_resolved(name, kwargs)) if fn is not None else None
+
+
+def loss_temperatures(name: str, kwargs: dict | None = None) -> tuple[float, ...]:
+    """Temperatures at which the loss ``name`` (configured with ``kwargs``) needs log-probs (``()`` for none)."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _TEMPERATURES.get(name)
+    return fn(_resolved(name, kwargs)) if fn is not None else ()
+
+
+def loss_extra_rollouts(name: str, kwargs: dict | None = None) -> ExtraRollouts | None:
+    """The extra rollouts the loss ``name`` (configured with ``kwargs``) needs per batch, or None."""
+    if name not in _REQUIRES:
+        raise _unknown(name)
+    fn = _EXTRA_ROLLOUTS.get(name)
+    return fn(dict(kwargs or {})) if fn is not None else None
+
+
+def trl_loss_type(name: str) -> str | None:
+    """TRL ``loss_type`` a registry entry delegates to (``grpo``, ``dapo``, ...), or None for our own losses."""
+    return getattr(get_loss(name), "trl_loss_type", None)

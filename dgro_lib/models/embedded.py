@@ -1,0 +1,270 @@
+"""The embedded default model: its config and presets, construction, and the on-disk model cache.
+
+The ``cpu`` profile must run offline on two cores, so the project ships an *embedded* base model: the word-level
+tokenizer of :mod:`.tokenizer`, a ~1M-parameter Llama (or Qwen2) model, and a supervised warm-up (:mod:`.warmup`)
+on generated puzzles with explicit reasoning traces (:mod:`dgro_lib.data.trace`). :func:`get_embedded_base_model`
+builds it once and caches it as an ordinary ``save_pretrained`` directory, so everything downstream loads it exactly
+like a real checkpoint via :func:`~dgro_lib.models.loading.load_model`. docs/embedded-model.md describes the
+presets and what each recipe measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tokenizers
+import torch
+import transformers
+from filelock import FileLock
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+from dgro_lib import __version__
+from dgro_lib.data.trace import STYLES, TRACE_VERSION
+
+from .loading import load_model
+from .tokenizer import build_embedded_tokenizer
+from .supervised import warmup
+
+__all__ = ["EmbeddedModelConfig", "EMBEDDED_PRESETS", "config_hash", "build_tiny_model", "get_embedded_base_model"]
+
+# Bump when the tokenizer, model construction or warm-up loop changes what a cfg builds
+# (the embedded-model cache is keyed on it, together with the cfg and the trace version).
+EMBEDDED_FORMAT_VERSION = 2
+
+
+@dataclass(frozen=True)
+class EmbeddedModelConfig:
+    """Architecture and warm-up recipe of the embedded tiny model. Its hash keys the cache."""
+
+    arch: str = "llama"
+    """``llama`` or ``qwen2`` (transformers' LlamaForCausalLM / Qwen2ForCausalLM; embeddings tied). Llama is
+    the default because ``AutoTokenizer`` maps every ``qwen2`` checkpoint to Qwen2Tokenizer, which
+    replaces our word-level pre-tokenizer with Qwen's byte-level one; :func:`load_model` works around
+    that for embedded qwen2 directories, other tools (vLLM, plain AutoTokenizer) would not."""
+    hidden: int = 128
+    layers: int = 4
+    heads: int = 4
+    kv_heads: int = 4
+    intermediate: int = 512
+    attention_bias: bool = True
+    """Biases on the attention projections (Qwen2 always has them on q/k/v; for Llama this sets
+    ``attention_bias``): with them the model learns to copy names from the quiz sooner."""
+    max_position: int = 8192
+    """RoPE has no position parameters; this only bounds sequence length (8-person traces are long)."""
+
+    people: tuple[int, ...] = (2, 3, 4)
+    """People counts of the warm-up puzzles."""
+    mix: tuple[float, ...] = (0.25, 0.5, 0.25)
+    """Fraction of warm-up puzzles per entry of ``people`` (normalized)."""
+    n_puzzles: int = 20_000
+    """Distinct warm-up puzzles (2-person ones are capped by the puzzle space); reused over epochs."""
+    trace_style: str = "explicit"
+    """:func:`dgro_lib.data.trace.reasoning_trace` style. The model learns the logic only from a trace that spells
+    out every step (``explicit`` or ``named``); ``none`` (the answer alone) teaches the answer format only."""
+    slip_rate: float = 0.0
+    """Probability that a warm-up trace carries one answer-changing slip (a base whose errors RL can fix)."""
+
+    prompt_loss: bool = False
+    """Train on the prompt tokens too (full language modelling), not only the completion. Free (the prompt is
+    in the forward pass anyway) and it gives the model the quiz's own repetitions to learn copying from;
+    every preset that learned the trace uses it."""
+    copy_drill_every: int = 0
+    """If > 0, every ``copy_drill_every``-th step trains on a batch of *copy drills* instead (see
+    :func:`copy_drill_text`): a random numbered list of names followed by the legend that copies it. Copying a
+    name by its label is the one skill the trace needs that its own tokens teach slowly (a name target
+    is ~2 % of the tokens); the drills form that induction circuit in a few hundred steps."""
+    copy_drill_batch: int = 64
+    """Drill sequences per drill step (each ~20-40 tokens)."""
+    statement_drills: float = 0.0
+    """Fraction (0-1) of each drill batch that are *statement drills* (see :func:`statement_drill_text`): random
+    quiz sentences followed by the trace's header for them. The header's one hard token is the role three words
+    after a name in the quiz ("Aiden is a knave" -> ``Aiden knave``); without them the named-trace base
+    copied every name and operator but wrote ``knight`` for most knaves."""
+    name_loss_weight: float = 1.0
+    """Weight of person-name target tokens in the warm-up loss. The explicit trace mentions names only in its
+    legend and the answer (~3% of tokens), and copying a name from the quiz is the one skill the rest of
+    the trace cannot teach; upweighting them speeds up learning to copy."""
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    batch_size: int = 16
+    """Sequences per step (prompt + completion, right-padded, length-bucketed)."""
+    max_steps: int = 1000
+    """Length of the cosine schedule and a hard stop."""
+    max_tokens: int | None = None
+    """Optional stop after this many real (non-pad) training tokens."""
+    time_budget_min: float | None = None
+    """Optional wall-clock stop; the schedule does not stretch, so prefer ``max_steps`` for reproducibility."""
+    seed: int = 0
+    continue_from: str | None = None
+    """A preset name: start from that preset's (cached, else built) model instead of random weights and warm up
+    further with this config (a second stage: new data from ``seed``, its own schedule). The architecture
+    fields must equal the parent's; the parent's hash is part of this config's hash."""
+    eval_puzzles: int = 0
+    """If > 0, greedy accuracy on this many held-out puzzles per ``eval_people`` is stored in the stats."""
+    eval_people: tuple[int, ...] = (3,)
+
+    def __post_init__(self):
+        # YAML/JSON give lists and ints-for-floats; normalize so equal cfgs hash equally
+        object.__setattr__(self, "people", tuple(int(p) for p in self.people))
+        object.__setattr__(self, "mix", tuple(float(m) for m in self.mix))
+        object.__setattr__(self, "eval_people", tuple(int(p) for p in self.eval_people))
+        object.__setattr__(self, "lr", float(self.lr))
+        object.__setattr__(self, "statement_drills", float(self.statement_drills))
+        if self.trace_style not in STYLES:
+            raise ValueError(f"trace_style must be one of {STYLES}, got {self.trace_style!r}")
+        if self.arch not in ("qwen2", "llama"):
+            raise ValueError(f"arch must be 'qwen2' or 'llama', got {self.arch!r}")
+        if not 0.0 <= self.statement_drills <= 1.0:
+            raise ValueError(f"statement_drills is a fraction of each drill batch (0-1), got {self.statement_drills!r}")
+        if len(self.people) != len(self.mix):
+            raise ValueError(f"people {self.people} and mix {self.mix} differ in length")
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise ValueError(f"hidden ({self.hidden}) must divide by heads ({self.heads}), heads by kv_heads "
+                             f"({self.kv_heads})")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        if d["continue_from"] is None:  # keeps the hashes (cache keys) of single-stage configs as they were
+            del d["continue_from"]
+        if d["statement_drills"] == 0.0:  # likewise for configs from before statement drills existed
+            del d["statement_drills"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EmbeddedModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown EmbeddedModelConfig keys: {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+# Warm-up recipes; docs/embedded-model.md has what each one measured and took.
+EMBEDDED_PRESETS: dict[str, EmbeddedModelConfig] = {
+    # Builds in well under a minute; does not solve puzzles, only learns to emit the format often.
+    "ci": EmbeddedModelConfig(hidden=32, layers=2, heads=2, kv_heads=2, intermediate=64,
+                              people=(2, 3), mix=(0.5, 0.5), n_puzzles=400, lr=1e-2, warmup_steps=10,
+                              batch_size=8, max_steps=60, time_budget_min=1.0, trace_style="none"),
+    # Stage 1 of the cpu base: full-sequence loss, 2- and 3-person puzzles, copy drills every 4th step, names x4
+    # in the loss.
+    "cpu_stage1": EmbeddedModelConfig(people=(2, 3), mix=(0.3, 0.7), prompt_loss=True, batch_size=16, lr=2e-3,
+                                      warmup_steps=60, max_steps=3000, copy_drill_every=4, name_loss_weight=4.0),
+}
+# The cpu base: stage 1, then a second stage of 2000 steps on new puzzles (seed 1) at a lower lr.
+EMBEDDED_PRESETS["cpu"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], continue_from="cpu_stage1",
+                                              max_steps=2000, lr=1e-3, warmup_steps=20, seed=1)
+# A faster single-stage base (not the cpu profile's): the "named" trace (the quiz's own names instead of (k)
+# labels, no legend), a drill step every 2nd step, half of them statement drills.
+EMBEDDED_PRESETS["cpu_named"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], trace_style="named", max_steps=1200,
+                                                    copy_drill_every=2, statement_drills=0.5)
+
+
+# The fields a continued stage (continue_from) must share with its parent.
+ARCH_FIELDS = ("arch", "hidden", "layers", "heads", "kv_heads", "intermediate", "attention_bias")
+
+
+def config_hash(cfg: EmbeddedModelConfig) -> str:
+    """12 hex digits of sha256 over the cfg (and its parent's hash for a continuation), the trace version and
+    the build-format version."""
+    payload = {"cfg": cfg.to_dict(), "trace_version": TRACE_VERSION, "format": EMBEDDED_FORMAT_VERSION}
+    if cfg.continue_from is not None:
+        payload["parent"] = config_hash(_resolve_cfg(cfg.continue_from))
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _resolve_cfg(cfg: EmbeddedModelConfig | str) -> EmbeddedModelConfig:
+    if isinstance(cfg, str):
+        if cfg not in EMBEDDED_PRESETS:
+            raise ValueError(f"unknown embedded preset {cfg!r}; valid: {sorted(EMBEDDED_PRESETS)}")
+        return EMBEDDED_PRESETS[cfg]
+    return cfg
+
+
+def build_tiny_model(cfg: EmbeddedModelConfig, vocab_size: int | None = None, tokenizer=None):
+    """A randomly initialised Qwen2ForCausalLM / LlamaForCausalLM (tied embeddings), seeded by cfg.seed.
+
+    vocab_size defaults to ``len(tokenizer)``; the tokenizer also supplies pad/eos ids.
+    """
+    if vocab_size is None:
+        if tokenizer is None:
+            raise ValueError("build_tiny_model needs vocab_size or tokenizer")
+        vocab_size = len(tokenizer)
+    ids = {}
+    if tokenizer is not None:
+        ids = {"pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id, "bos_token_id": None}
+    kw = dict(vocab_size=vocab_size, hidden_size=cfg.hidden, intermediate_size=cfg.intermediate,
+              num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads, num_key_value_heads=cfg.kv_heads,
+              max_position_embeddings=cfg.max_position, tie_word_embeddings=True, **ids)
+    torch.manual_seed(cfg.seed)  # init is the first thing the seed decides
+    if cfg.arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**kw))  # q/k/v biases are built in
+    else:
+        model = LlamaForCausalLM(LlamaConfig(attention_bias=cfg.attention_bias, **kw))
+    if tokenizer is not None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+        model.generation_config.eos_token_id = tokenizer.eos_token_id
+        model.generation_config.bos_token_id = None
+    return model
+
+
+def _versions() -> dict[str, str]:
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__, "dgro_lib": __version__,
+            "python": platform.python_version()}
+
+
+def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: str | Path = "outputs/models", *,
+                            force: bool = False, progress: bool = True) -> Path:
+    """Build + warm up + save the embedded model, or reuse the cached one; returns its directory.
+
+    The directory ``cache_dir/<arch>-<config_hash(cfg)>`` holds ``save_pretrained`` model and tokenizer
+    files plus ``embedded.json`` (cfg, warm-up stats, library versions). Concurrent builders of the same
+    cfg serialize on a file lock; a build is written to a temporary directory and renamed into place,
+    so a crash never leaves a half-written model that looks complete. ``cfg`` may be a preset name.
+    """
+    cfg = _resolve_cfg(cfg)
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    final = cache_dir / f"{cfg.arch}-{config_hash(cfg)}"
+    marker = final / "embedded.json"
+    if marker.exists() and not force:
+        return final
+    with FileLock(str(final) + ".lock"):
+        if marker.exists() and not force:  # another process built it while we waited
+            return final
+        if cfg.continue_from is None:
+            tokenizer = build_embedded_tokenizer()
+            model = build_tiny_model(cfg, tokenizer=tokenizer)
+        else:  # a second warm-up stage on top of the parent preset's model
+            parent = _resolve_cfg(cfg.continue_from)
+            diff = [f for f in ARCH_FIELDS if getattr(parent, f) != getattr(cfg, f)]
+            if diff:
+                raise ValueError(f"continue_from={cfg.continue_from!r}: architecture fields differ from the parent's: "
+                                 + ", ".join(f"{f} {getattr(cfg, f)!r} != {getattr(parent, f)!r}" for f in diff))
+            model, tokenizer = load_model(get_embedded_base_model(parent, cache_dir, progress=progress))
+        stats = warmup(model, tokenizer, cfg, progress=progress)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=cache_dir))
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            (tmp / "embedded.json").write_text(json.dumps(
+                {"cfg": cfg.to_dict(), "config_hash": config_hash(cfg), "stats": stats,
+                 "versions": _versions()}, indent=1))
+            if final.exists():
+                shutil.rmtree(final)  # force=True, or a stale directory without a marker
+            os.rename(tmp, final)  # atomic on one filesystem
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return final
+

@@ -1,0 +1,64 @@
+"""Loading any HF-format causal LM (a local directory or a hub id), optionally wrapped with LoRA adapters."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+
+__all__ = ["load_model"]
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def _is_hub_id(s: str) -> bool:
+    """'Qwen/Qwen2.5-7B-Instruct' or 'gpt2'; anything with more slashes, a leading '.', '/' or '~' is a path."""
+    return bool(_HUB_ID.match(s))
+
+
+def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch.dtype = torch.float32):
+    """Load (model, tokenizer) from a local HF-format directory or a hub id.
+
+    peft: None, a ``peft.LoraConfig``, or a dict with ``r``, ``alpha``, ``target_modules`` (default
+    "all-linear"), ``dropout`` -> the model is wrapped with ``get_peft_model``.
+    The tokenizer gets a pad token (EOS when it has none) and left padding, as generation needs.
+    Raises FileNotFoundError naming ``path`` when it is neither an existing directory nor loadable
+    from the hub.
+    """
+    p = Path(path).expanduser()
+    if not p.exists() and (isinstance(path, Path) or not _is_hub_id(str(path))):
+        raise FileNotFoundError(f"model path does not exist: {str(path)!r}")
+    if p.exists() and not (p / "config.json").exists():
+        raise FileNotFoundError(f"not an HF model directory (no config.json): {str(p)!r}")
+    src = str(p) if p.exists() else str(path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+        if p.exists() and (p / "embedded.json").exists():
+            # Our word-level tokenizer, loaded as saved: AutoTokenizer would swap in Qwen2Tokenizer for
+            # qwen2-type configs (see EmbeddedModelConfig.arch).
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(src)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(src)
+    except OSError as e:  # hub id unreachable or unknown
+        raise FileNotFoundError(f"model {str(path)!r} is not a local directory and could not be loaded "
+                                f"from the hub: {e}") from e
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    if peft is not None:
+        from peft import LoraConfig, get_peft_model  # imported only when LoRA is asked for
+
+        if isinstance(peft, dict):
+            unknown = set(peft) - {"r", "alpha", "target_modules", "dropout"}
+            if unknown:
+                raise ValueError(f"unknown peft keys {sorted(unknown)}; valid: r, alpha, target_modules, dropout")
+            peft = LoraConfig(r=peft.get("r", 8), lora_alpha=peft.get("alpha", 16),
+                              target_modules=peft.get("target_modules", "all-linear"),
+                              lora_dropout=peft.get("dropout", 0.0), task_type="CAUSAL_LM")
+        model = get_peft_model(model, peft)
+    model.eval()
+    return model, tokenizer
+

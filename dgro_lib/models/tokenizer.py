@@ -1,0 +1,88 @@
+"""The word-level tokenizer of the embedded model and its fixed vocabulary.
+
+Every word of the K&K prompts, answers and reasoning traces is one token, so a ~1M-parameter model spends its
+capacity on the logic instead of on spelling. Person labels "(1)".."(9)" are one word each: they are the key the
+answer "(k) NAME" copies a name by.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Iterable
+
+from tokenizers import AddedToken, Regex, Tokenizer, pre_tokenizers
+from tokenizers.models import WordLevel
+from transformers import PreTrainedTokenizerFast
+
+from dgro_lib.data import kk
+from dgro_lib.data.trace import trace_vocabulary
+
+__all__ = ["SPECIAL_TOKENS", "TAG_TOKENS", "build_tokenizer", "embedded_vocabulary", "build_embedded_tokenizer"]
+
+PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
+SPECIAL_TOKENS = (PAD, UNK, EOS)
+# Added as NON-special tokens: TRL decodes completions with skip_special_tokens=True and the reward
+# needs to see the tags.
+TAG_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
+
+# The vocabulary is a fixed function of these (independent of any model cfg).
+_VOCAB_SEED = 12_345
+_VOCAB_PUZZLES_PER_PEOPLE = 300
+
+
+def _pre_tokenizer():
+    # Whitespace, then every punctuation character on its own ('"Zoey,' -> '"', 'Zoey', ','), except a person
+    # label "(k)", k one digit, which stays one word: it is the key the answer "(k) NAME" copies by.
+    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                    pre_tokenizers.Split(Regex(r"\(\d\)|[^\w\s]|_"), "isolated")])
+
+
+def build_tokenizer(words: Iterable[str], *, model_max_length: int = 8192):
+    """A word-level ``PreTrainedTokenizerFast`` whose vocabulary is every word of ``words``.
+
+    words: words or whole texts (split with the tokenizer's own pre-tokenizer: whitespace, then each
+    punctuation character alone, except person labels "(1)".."(9)", one word each); the tags in
+    :data:`TAG_TOKENS` inside texts are recognised.
+    Ids: <pad>=0, <unk>=1, <eos>=2 (special), the four tags 3..6 (added, non-special), then the
+    words in sorted order. No BOS/EOS is added on encode; decode joins tokens with single spaces
+    (newlines are not kept: they only separate words).
+    """
+    pre = _pre_tokenizer()
+    vocab_words: set[str] = set()
+    for text in words:
+        for tag in TAG_TOKENS:
+            text = text.replace(tag, " ")
+        vocab_words.update(w for w, _ in pre.pre_tokenize_str(text))
+    vocab_words -= set(SPECIAL_TOKENS) | set(TAG_TOKENS)
+    ordered = [*SPECIAL_TOKENS, *TAG_TOKENS, *sorted(vocab_words)]
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(ordered)}, unk_token=UNK))
+    tok.pre_tokenizer = pre
+    # No decoder: the tokenizers library then joins tokens with spaces.
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False, single_word=False) for t in TAG_TOKENS])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=PAD,
+        unk_token=UNK,
+        eos_token=EOS,
+        padding_side="left",  # generation pads prompts on the left
+        model_max_length=model_max_length,
+        clean_up_tokenization_spaces=False,  # keep decode(encode(x)) word-for-word
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def embedded_vocabulary() -> tuple[str, ...]:
+    """Texts whose words form the embedded vocabulary: generated quizzes (plain prompt) and answers for
+    2-8 people, every official name, and the trace words. Deterministic (fixed seed)."""
+    texts: list[str] = []
+    for p in range(2, 9):
+        for rec in kk.generate(p, _VOCAB_PUZZLES_PER_PEOPLE, seed=_VOCAB_SEED + p):
+            texts += [kk.format_prompt(rec, template="plain"), kk.answer_text(rec)]
+    texts += list(kk.NAMES) + list(trace_vocabulary())
+    return tuple(texts)
+
+
+def build_embedded_tokenizer():
+    """The embedded model's tokenizer (:func:`build_tokenizer` over :func:`embedded_vocabulary`)."""
+    return build_tokenizer(embedded_vocabulary())
