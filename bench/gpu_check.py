@@ -1,4 +1,4 @@
-"""GPU check (issue #4): rollout tokens/s with HF ``generate`` vs vLLM, and the training step's model FLOPs
+"""GPU check: rollout tokens/s with HF ``generate`` vs vLLM, and the training step's model FLOPs
 utilisation, on one GPU, offline, with a Qwen2.5-0.5B-shaped model of random weights. Writes one JSON.
 
     bash bench/gpu_check.sh                 # on a GPU node: the full check (< 8 min on one H200)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One prepared GPU check (issue #4), < 8 minutes on one H200: HF generate vs vLLM rollout tokens/s and the
+# One prepared GPU check, < 8 minutes on one H200: HF generate vs vLLM rollout tokens/s and the
 # training step's MFU, Qwen2.5-0.5B-shaped random weights, offline. Writes $OUT/gpu_check.json (default
 # outputs/bench/). Needs the GPU stack: `pip install -e .[vllm]` (vllm==0.31.0, torch==2.13.0).
 set -euo pipefail

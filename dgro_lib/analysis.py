@@ -4,20 +4,31 @@ Adam is invariant to a constant factor on the loss, up to its epsilon. The [-5,5
 exactly 5x the [-1,1] scheme, and for DGRO's loss (Eq. 4) scaling rewards by c equals scaling the loss by c
 with beta2 replaced by beta2/c. So under Adam a [-5,5] run equals a [-1,1] run with beta2/5, and with beta2
 inert (one update per rollout batch) the two reward ranges give the same updates. :func:`adam_scale_check`
-measures this on identical rollouts instead of asserting it.
+measures this on identical rollouts instead of asserting it; :func:`reward_range_verdict` states, from the
+trained runs, whether the reward range made a difference beyond seed noise.
+
+Also here: the base model's tables (:func:`base_model_info`, :func:`base_model_summary`).
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 import torch
 
+from .data import kk
+from .losses import compute_advantages, get_loss
+from .rewards import get_scheme, kk_outcome
 from .sampling import sample
 
-__all__ = ["completion_logps", "adam_scale_check"]
+__all__ = ["completion_logps", "adam_scale_check", "reward_range_verdict", "RewardRangeVerdict",
+           "base_model_info", "base_model_summary"]
 
 
 def completion_logps(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int):
@@ -67,10 +78,6 @@ def adam_scale_check(
     Rows: the comparison, the optimizer, ``ratio`` = ||dW_a|| / ||dW_b|| and ``cosine``(dW_a, dW_b). The claim
     being checked is in the ``expect`` column.
     """
-    from .data import kk
-    from .losses import compute_advantages, get_loss
-    from .rewards import get_scheme, kk_outcome
-
     torch.manual_seed(seed)
     prompts = [kk.format_prompt(r, template=template) for r in records]
     completion_ids = sample(model, tokenizer, prompts, n=num_generations, temperature=1.0,
@@ -132,3 +139,95 @@ def adam_scale_check(
     df = pd.DataFrame(out)
     df.attrs["reward_variance"] = reward_var
     return df
+
+
+# ---------------------------------------------------------------------------------------------
+# the verdict of DGRO Figure 1
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RewardRangeVerdict:
+    """What :func:`reward_range_verdict` concludes; ``str(verdict)`` is the text the notebook prints.
+
+    ``per_scheme``: one row per reward scheme: final_mean / final_std (held-out accuracy over seeds, s.d. with
+    ddof=1, NaN for one seed), seeds, delta_points (pooled, vs the base model) and z (pooled McNemar).
+    ``gap_points``: 100 x (final_mean[high] - final_mean[low]); ``noise_points``: 100 x the largest seed s.d. of
+    any scheme (0 when there is none); ``within_noise``: |gap| <= noise. The three are None when ``low`` or
+    ``high`` was not run.
+    """
+
+    per_scheme: pd.DataFrame
+    low: str
+    high: str
+    gap_points: float | None
+    noise_points: float | None
+    within_noise: bool | None
+
+    def lines(self) -> list[str]:
+        by = self.per_scheme.columns[0]
+        out = [f"{r[by]}: {r['delta_points']:+.2f} points vs base (pooled McNemar z = {r['z']:+.2f})"
+               for _, r in self.per_scheme.iterrows() if not math.isnan(r["delta_points"])]
+        if self.gap_points is not None:
+            out.append(
+                f"{self.high} - {self.low} final accuracy: {self.gap_points:+.2f} points; largest seed s.d. "
+                f"{self.noise_points:.2f} points -> "
+                + ("within seed noise: no reward-range effect (as Adam's scale invariance predicts with beta2 inert)"
+                   if self.within_noise else "a difference larger than the seed s.d."))
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def reward_range_verdict(table: pd.DataFrame, finals: pd.DataFrame, *, by: str = "reward.scheme",
+                         low: str = "[-1,1]", high: str = "[-5,5]") -> RewardRangeVerdict:
+    """Does the paper's reward-range effect (``high`` beats ``low``) show up beyond seed noise?
+
+    ``table`` is :func:`dgro_lib.evaluate.paired_improvement_table` (its ``seed == "pooled"`` rows give each
+    scheme's delta_points and z vs the base model); ``finals`` is :attr:`ExperimentResult.finals` (final held-out
+    ``accuracy`` per run). The gap between the two schemes' mean final accuracies is compared with the largest
+    seed standard deviation of any scheme: a gap no larger than that is "within seed noise". See
+    :class:`RewardRangeVerdict` for what is returned.
+    """
+    final = finals.groupby(by, sort=False)["accuracy"].agg(final_mean="mean", final_std="std", seeds="size")
+    pooled = table[table["seed"] == "pooled"].set_index(by)[["delta_points", "z"]]
+    per_scheme = final.join(pooled, how="left").rename_axis(by).reset_index()
+    gap = noise = within = None
+    if {low, high} <= set(final.index):
+        gap = 100 * float(final.loc[high, "final_mean"] - final.loc[low, "final_mean"])
+        noise = 100 * max(float(final["final_std"].fillna(0).max()), 1e-9)
+        within = abs(gap) <= noise
+    return RewardRangeVerdict(per_scheme, low, high, gap, noise, within)
+
+
+# ---------------------------------------------------------------------------------------------
+# the base model (notebooks/00_base_model)
+# ---------------------------------------------------------------------------------------------
+
+
+def base_model_info(path: str | Path, model, tokenizer) -> dict[str, Any]:
+    """What the base model is: ``parameters`` (count), ``vocabulary`` (tokenizer size) and, for an embedded model,
+    its build record (``embedded.json`` in ``path``: config, config hash, warm-up statistics; package versions
+    left out)."""
+    info: dict[str, Any] = {"path": str(path), "parameters": sum(p.numel() for p in model.parameters()),
+                            "vocabulary": len(tokenizer)}
+    record = Path(path) / "embedded.json"
+    if record.exists():
+        info.update({k: v for k, v in json.loads(record.read_text()).items() if k != "versions"})
+    return info
+
+
+def base_model_summary(greedy: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """One row per people count: the greedy table (:func:`dgro_lib.evaluate.greedy_accuracy_by_people`) joined
+    with the sampled success rates (:func:`dgro_lib.evaluate.sampled_success_by_people`) summarised as
+    sampled_accuracy (mean per-puzzle success rate), frac_all_wrong (puzzles with rate 0) and frac_all_right
+    (rate 1): the puzzles whose sample groups have zero reward variance. People counts missing from either table
+    are dropped."""
+    s = rates.groupby("people")["success_rate"]
+    sampled = pd.DataFrame({
+        "sampled_accuracy": s.mean(),
+        "frac_all_wrong": s.apply(lambda r: float((r == 0).mean())),
+        "frac_all_right": s.apply(lambda r: float((r == 1).mean())),
+    }).reset_index()
+    return greedy.merge(sampled, on="people")

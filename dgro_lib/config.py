@@ -18,6 +18,11 @@ from typing import Any
 
 import yaml
 
+from .data.math import resolve_dataset
+from .losses import list_losses, loss_params, loss_requires, loss_soft_beta, trl_loss_type, validate_loss_kwargs
+from .paths import PARAMS
+from .rewards import get_scheme
+
 __all__ = [
     "ConfigError",
     "ModelConfig",
@@ -33,6 +38,7 @@ __all__ = [
     "apply_overrides",
     "expand_sweep",
     "find_params",
+    "uses_reference_model",
 ]
 
 
@@ -119,7 +125,7 @@ class TrainConfig:
     max_steps: int = 90
     """Optimizer steps. One rollout batch feeds ``num_iterations`` optimizer steps."""
     learning_rate: float = 3e-5
-    """Adam learning rate (DESIGN section 8: 3e-5 gained +7.5 points on the miniature; the paper used 4e-7 on 7B)."""
+    """Adam learning rate (the paper used 4e-7 on a 7B model; docs/results.md has the recipe behind 3e-5)."""
     adam_beta1: float = 0.9
     adam_beta2: float = 0.99
     weight_decay: float = 0.0
@@ -132,7 +138,7 @@ class TrainConfig:
     """Samples per prompt (the group size G)."""
     num_iterations: int = 1
     """Optimizer steps per rollout batch. With 1, pi_theta == pi_old at every update and DGRO's beta2 term has
-    zero gradient (DESIGN section 3); use >= 2 to make beta2 act."""
+    zero gradient (docs/design.md, "Why β2 is inert on-policy"); use >= 2 to make beta2 act."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
     max_completion_length: int = 320
@@ -144,7 +150,7 @@ class TrainConfig:
     save_steps: int = 30
     """Checkpoint every this many steps (a killed run resumes from the last one)."""
     fast_sampler: bool = True
-    """Use the KV-cache sampler that drops finished rows (DESIGN section 8) through TRL's ``rollout_func`` hook
+    """Use the KV-cache sampler that drops finished rows (docs/speed.md) through TRL's ``rollout_func`` hook
     instead of ``model.generate``."""
     threads: int = 1
     """torch threads per run (runs are parallelised across processes instead)."""
@@ -371,8 +377,6 @@ def _validate(cfg: ExperimentConfig) -> None:
     if cfg.data.task == "math" and not cfg.data.math_train:
         raise ConfigError("data.math_train: task 'math' needs a training set (e.g. deepscaler, orz, dapo17k)")
     if cfg.data.task == "math":
-        from dgro_lib.data.math import resolve_dataset
-
         for key, names in (("data.math_train", [cfg.data.math_train]), ("data.math_eval", cfg.data.math_eval)):
             for n in names:
                 try:
@@ -402,14 +406,10 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"eval.ks: every k must satisfy 1 <= k <= eval.n_samples={e.n_samples}, got {e.ks}")
     if cfg.data.source not in ("generated", "official", "hub"):
         raise ConfigError(f"data.source: {cfg.data.source!r} is not one of generated, official, hub")
-    from dgro_lib.losses import list_losses
-
     if cfg.loss.name not in list_losses():
         raise ConfigError(f"loss.name: {cfg.loss.name!r} is not a registered loss; valid: {', '.join(list_losses())}")
     if cfg.loss.value not in ("group_mean", "soft"):
         raise ConfigError(f"loss.value: {cfg.loss.value!r} is not one of group_mean, soft")
-    from dgro_lib.losses import loss_params, loss_soft_beta, validate_loss_kwargs
-
     try:
         validate_loss_kwargs(cfg.loss.name, cfg.loss.kwargs)
     except ValueError as e:
@@ -425,8 +425,6 @@ def _validate(cfg: ExperimentConfig) -> None:
     if cfg.reward.scheme == "custom" and (cfg.reward.coefficients is None or len(cfg.reward.coefficients) != 3):
         raise ConfigError("reward.coefficients: scheme 'custom' needs three coefficients [c_f, c_corr, c_com]")
     if cfg.reward.scheme != "custom":
-        from dgro_lib.rewards import get_scheme
-
         try:
             get_scheme(cfg.reward.scheme)
         except ValueError as e:
@@ -437,6 +435,14 @@ def _validate(cfg: ExperimentConfig) -> None:
 def config_to_dict(cfg: ExperimentConfig) -> dict:
     """Plain-dict form (what the run manifest stores)."""
     return dataclasses.asdict(cfg)
+
+
+def uses_reference_model(cfg: ExperimentConfig) -> bool:
+    """Whether a run needs TRL's frozen reference model: TRL's own losses when their k3-KL ``beta`` is set; ours
+    when the loss reads ``ref_logps`` (dro, online_dpo) or the rollouts are sampled from it."""
+    if trl_loss_type(cfg.loss.name) is not None:
+        return float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0
+    return "ref_logps" in loss_requires(cfg.loss.name) or cfg.train.rollout_policy == "reference"
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
@@ -547,7 +553,7 @@ def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, Exper
 
 def find_params(experiment: str, profile: str, root: str | Path | None = None) -> Path:
     """``params/<profile>/<experiment>.yaml`` under the repo (or ``root``); a clear error lists what exists."""
-    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent / "params"
+    root = Path(root) if root is not None else PARAMS
     path = root / profile / f"{experiment}.yaml"
     if not path.is_file():
         have = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.yaml"))

@@ -20,12 +20,18 @@ the vLLM share of the GPU (colocate). These are estimates to catch configs that 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import ExperimentConfig, expand_sweep, load_config
+import pandas as pd
+from huggingface_hub import try_to_load_from_cache
+from transformers import AutoConfig
+
+from .config import ExperimentConfig, expand_sweep, load_config, uses_reference_model
 from .losses import loss_on_policy_inert
+from .paths import PARAMS
 
 __all__ = ["KNOWN_ARCHITECTURES", "Architecture", "resolve_architecture", "estimate", "dry_run"]
 
@@ -83,16 +89,12 @@ def _from_hf_config(c: Any, source: str) -> Architecture:
 
 def resolve_architecture(path: str) -> Architecture:
     """The architecture of ``model.path``: a local directory's config.json, the HF cache's, or the table above."""
-    from transformers import AutoConfig
-
     p = Path(path).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise FileNotFoundError(f"model.path {path!r} is a directory without config.json")
         return _from_hf_config(AutoConfig.from_pretrained(str(p)), f"{p}/config.json")
     try:
-        from huggingface_hub import try_to_load_from_cache
-
         cached = try_to_load_from_cache(path, "config.json")
     except Exception:  # not a valid repo id, or no cache
         cached = None
@@ -117,8 +119,6 @@ def _lora_params(arch: Architecture, peft: dict) -> int:
 
 def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     """Batch arithmetic and per-rank GPU memory (GiB) of one concrete config; see the module docstring."""
-    from .experiment import uses_reference_model
-
     t = cfg.train
     rows = t.prompts_per_step * t.num_generations
     n = t.num_processes
@@ -195,12 +195,8 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
 
     Returns the rows; raises ValueError listing every file that failed, after printing all of them.
     """
-    import sys
-
-    import pandas as pd
-
     out = out or sys.stdout
-    root = Path(params_root) if params_root is not None else Path(__file__).resolve().parent.parent / "params"
+    root = Path(params_root) if params_root is not None else PARAMS
     files = sorted((root / profile).glob("*.yaml"))
     if not files:
         raise ValueError(f"no params files under {root / profile}")
@@ -216,6 +212,8 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
                 seen.add(key)
                 arch = resolve_architecture(concrete.model.path) if concrete.model.path != "embedded" else None
                 if arch is None:
+                    # dgro_lib.models imports the model classes and the warm-up (seconds): only the embedded
+                    # model's profiles (ci, cpu) need its presets, the paper profile's dry run does not pay for them
                     from .models import EMBEDDED_PRESETS
 
                     e = EMBEDDED_PRESETS[concrete.model.embedded_preset]

@@ -1,7 +1,7 @@
 """One launcher for a training run: in-process on CPU, ``accelerate launch`` for several processes.
 
 A notebook must not hold training logic, and multi-GPU training cannot run inside a Jupyter kernel. So
-:func:`launch_run` runs :func:`dgro_lib.experiment.run_training` in the calling process when
+:func:`launch_run` runs :func:`dgro_lib.training.run_training` in the calling process when
 ``train.num_processes == 1`` (the ``ci``/``cpu`` profiles), and otherwise writes the run's concrete config to
 ``<run_dir>/config.yaml`` and starts::
 
@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import IO, Any
 
+import torch
+import trl
 import yaml
 
 from .config import ExperimentConfig, config_to_dict
+from .runstore import prepare_run
+from .training import run_training
 
 __all__ = ["ACCELERATE_CONFIGS", "accelerate_command", "free_port", "launch_run", "trl_accelerate_config",
            "stream_command"]
@@ -35,8 +40,6 @@ ACCELERATE_CONFIGS = {"zero2": "zero2.yaml", "zero3": "zero3.yaml", "fsdp": "fsd
 
 def trl_accelerate_config(distributed: str) -> Path:
     """Path of TRL's accelerate config for ``distributed`` (zero2, zero3, fsdp)."""
-    import trl
-
     if distributed not in ACCELERATE_CONFIGS:
         raise ValueError(f"train.distributed: no accelerate config for {distributed!r}; "
                          f"valid: {', '.join(ACCELERATE_CONFIGS)} (or none for plain DDP)")
@@ -48,8 +51,6 @@ def trl_accelerate_config(distributed: str) -> Path:
 
 def free_port() -> int:
     """A TCP port free right now on this host (torch.distributed's rendezvous; two runs must not share 29500)."""
-    import socket
-
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -60,8 +61,6 @@ def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int
     """The exact ``accelerate launch`` command line of a multi-process run (``train.num_processes > 1``)."""
     t = cfg.train
     if cuda is None:
-        import torch
-
         cuda = torch.cuda.is_available()
     cpu = t.cpu or not cuda
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(t.num_processes),
@@ -110,8 +109,6 @@ def stream_command(cmd: list[str], *, env: dict[str, str] | None = None, cwd: st
 def launch_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None,
                out: IO[str] | None = None) -> dict[str, Any] | None:
     """Run one training run (in-process or under ``accelerate launch``) and return its final summary."""
-    from .experiment import prepare_run, run_training
-
     if cfg.train.num_processes == 1:
         return run_training(cfg, seed, run_dir, point=point)
     run_dir = Path(run_dir)

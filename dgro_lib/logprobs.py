@@ -1,4 +1,4 @@
-"""Per-token log-probs and entropy at any temperature, chunked over tokens (DESIGN §3, DCPO / AEPO / J1–J4).
+"""Per-token log-probs and entropy at any temperature, chunked over tokens (DCPO / AEPO / J1–J4).
 
 TRL 1.16 scores completions through a fused LM head at its *sampling* temperature only. DCPO's
 importance weight ρ_{i,t} = π_old^T(y_t) / π_old(y_t), AEPO's correction and the J3/J4 regularizers need

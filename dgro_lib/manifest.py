@@ -12,6 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .paths import REPO
+
 __all__ = ["environment_info", "git_info", "write_json", "write_manifest"]
 
 _PACKAGES = ("dgro_lib", "torch", "transformers", "trl", "accelerate", "datasets", "peft", "tokenizers",
@@ -20,7 +22,7 @@ _PACKAGES = ("dgro_lib", "torch", "transformers", "trl", "accelerate", "datasets
 
 def git_info(repo: str | Path | None = None) -> dict[str, Any]:
     """Commit hash and whether the work tree had uncommitted changes (``None`` outside a git checkout)."""
-    repo = Path(repo) if repo else Path(__file__).resolve().parent.parent
+    repo = Path(repo) if repo else REPO
 
     def _git(*args: str) -> str | None:
         try:

@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-__all__ = ["save_figure", "training_curves", "smooth"]
+__all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
+           "success_rate_histogram"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
@@ -63,6 +64,41 @@ def training_curves(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+LEARNING_CURVE_PANELS = {
+    "accuracy": "held-out greedy accuracy (first {heldout_puzzles} puzzles)",
+    "train_accuracy": "training accuracy (sampled)",
+    "response_length": "response length (tokens)",
+    "entropy": "entropy (nats/token)",
+}
+
+
+def learning_curves_figure(curves: pd.DataFrame, *, hue: str, hue_order: Sequence[str] | None = None,
+                           title: str | None = None) -> plt.Figure:
+    """The four panels of :data:`LEARNING_CURVE_PANELS` (held-out accuracy, training accuracy, response length,
+    entropy) of a :func:`learning_curves` table, one line per ``hue`` value (mean +- 1 s.d. over seeds), with the
+    base model's held-out accuracy (the step-0 value) as a dashed line.
+
+    ``hue_order``: the preferred order of the ``hue`` values; values absent from ``curves`` are skipped.
+    """
+    present = set(curves[hue])
+    order = None if hue_order is None else [h for h in hue_order if h in present]
+    panels = {c: label.format(heldout_puzzles=curves.attrs.get("heldout_puzzles", "?"))
+              for c, label in LEARNING_CURVE_PANELS.items()}
+    start = curves.loc[curves["step"] == 0, "accuracy"].dropna()
+    baseline = {"accuracy": float(start.iloc[0])} if len(start) else None
+    return training_curves(curves, panels, hue=hue, hue_order=order, baseline=baseline, title=title)
+
+
+def success_rate_histogram(rates: pd.DataFrame, *, samples_per_prompt: int, temperature: float = 1.0) -> plt.Figure:
+    """Histogram of per-puzzle success rates (:func:`dgro_lib.evaluate.sampled_success_by_people`: columns people,
+    success_rate), one dodged bar colour per people count, 9 bins over [0, 1]."""
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    sns.histplot(rates, x="success_rate", hue="people", multiple="dodge", bins=9, binrange=(0, 1), ax=ax,
+                 shrink=0.8)
+    ax.set_xlabel(f"per-puzzle success rate over {samples_per_prompt} samples (T={temperature:g})")
     return fig
 
 

@@ -13,10 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = REPO / "notebooks"
-PARAMS = REPO / "params"
-OUTPUTS = REPO / "outputs"
+from .dryrun import dry_run
+from .paths import NOTEBOOKS, OUTPUTS, PARAMS
 
 __all__ = ["list_notebooks", "run_notebook", "main"]
 
@@ -28,7 +26,7 @@ def list_notebooks() -> list[str]:
 
 def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True) -> Path:
     """Execute one notebook with papermill; returns the executed notebook's path. Errors propagate."""
-    import papermill as pm
+    import papermill as pm  # an optional dependency (the notebooks extra), needed only to run notebooks
 
     src = NOTEBOOKS / f"{name}.ipynb"
     if not src.is_file():
@@ -57,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
                              "estimated GPU memory per rank) without running anything")
     args = parser.parse_args(argv)
     if args.dry_run:
-        from .dryrun import dry_run
-
         try:
             dry_run(args.profile)
         except ValueError as e:

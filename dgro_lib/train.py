@@ -1,7 +1,7 @@
 """Entry point of one training run in its own process(es): ``python -m dgro_lib.train --config run/config.yaml``.
 
 :mod:`dgro_lib.launch` starts it under ``accelerate launch`` for multi-process training (each process runs
-:func:`dgro_lib.experiment.run_training`; the main one writes the files). It reads the run's concrete config
+:func:`dgro_lib.training.run_training`; the main one writes the files). It reads the run's concrete config
 (sweep point already applied), so a run can also be restarted by hand with the same command.
 """
 
@@ -11,8 +11,10 @@ import argparse
 import json
 import sys
 
+import torch.distributed as dist
+
 from .config import load_config
-from .experiment import run_training
+from .training import run_training
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_training(load_config(args.config), args.seed, args.run_dir, point=point)
     if summary is not None:
         print(json.dumps({"final": summary}), flush=True)
+    if dist.is_available() and dist.is_initialized():
+        # The other ranks return while the main one still evaluates; a process that exits with the process group's
+        # threads alive aborts ("terminate called without an active exception", exit -6): wait, then tear down.
+        dist.barrier()
+        dist.destroy_process_group()
     return 0
 
 

@@ -46,7 +46,10 @@ want beta2 to act must set ``num_iterations >= 2``.
 
 from __future__ import annotations
 
+import json
+import os
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -199,9 +202,6 @@ class DGROTrainer(GRPOTrainer):
         must call it): its local rollout rows (raw rewards, group ids, advantages, extra-rollout flags), the loss's
         rollout-batch statistics, every process's count of qualifying extra rows, its local loss, the loss
         averaged over ranks, and a checksum of the parameters (equal on every rank when DDP synchronised)."""
-        import json
-        from pathlib import Path
-
         local = self._rank_loss[0] / max(self._rank_loss[1], 1)
         self._rank_loss = [0.0, 0]
         mean = self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), reduction="mean").item()
@@ -221,9 +221,6 @@ class DGROTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial):
         """TRL's checkpoint plus the entropy tracker, so a resumed run picks DCPO's/AEPO's temperature from the same
         previous-step entropy as an uninterrupted one (TRL keeps its own adaptive-entropy state the same way)."""
-        import json
-        import os
-
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
@@ -231,9 +228,6 @@ class DGROTrainer(GRPOTrainer):
                 json.dump({"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy}, f)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        import json
-        import os
-
         super()._load_optimizer_and_scheduler(checkpoint)
         path = None if checkpoint is None else os.path.join(checkpoint, self.ENTROPY_STATE)
         if path is not None and os.path.isfile(path):  # checkpoints written before the tracker existed have none

@@ -24,6 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
+from trl.scripts.vllm_serve import ScriptArguments, build_command
+
 __all__ = ["vllm_serve_command", "start_vllm_server", "wait_for_health"]
 
 
@@ -32,8 +34,6 @@ def vllm_serve_command(model: str, *, host: str = "0.0.0.0", port: int = 8000, t
                        max_model_len: int | None = None, enable_prefix_caching: bool | None = None,
                        extra_args: Sequence[str] = ()) -> list[str]:
     """The ``vllm serve`` command line TRL 1.16 expects, built by TRL's own ``build_command``."""
-    from trl.scripts.vllm_serve import ScriptArguments, build_command
-
     args = ScriptArguments(model=model, host=host, port=port, tensor_parallel_size=tensor_parallel_size,
                            data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
                            dtype=dtype, max_model_len=max_model_len, enable_prefix_caching=enable_prefix_caching)

@@ -1,5 +1,5 @@
 """Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.train`, 2 CPU processes
-(gloo DDP), a group split across the two ranks (issue #4)."""
+(gloo DDP), a group split across the two ranks."""
 
 import json
 import sys

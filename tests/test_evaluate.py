@@ -1,13 +1,17 @@
-"""McNemar statistics and the paired table against hand-computed references; run ids; the reproduce CLI."""
+"""McNemar statistics and the paired table against hand-computed references; run ids; the reproduce CLI; format_rate
+and the per-people tables on hand-made completions."""
 
 import math
 import random
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from dgro_lib import reproduce
-from dgro_lib.evaluate import mcnemar, paired_improvement_table
+from dgro_lib.data import kk
+from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, mcnemar, paired_improvement_table
+from dgro_lib.evaluate.accuracy import greedy_accuracy_by_people, sampled_success_by_people
 from dgro_lib.experiment import run_id_for
 
 
@@ -62,3 +66,99 @@ def test_reproduce_cli_lists_and_rejects_bad_names(capsys):
     with pytest.raises(SystemExit):
         reproduce.main(["--profile", "ci", "--only", "no_such_notebook"])
     assert "unknown notebook" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ format_rate and the per-people tables
+# A fake sampler and tokenizer: every prompt has a script of hand-made completions, so the evaluation's numbers can
+# be computed by hand. Token ids: [text id, EOS] (two tokens, EOS-terminated), or [text id] for a truncated one.
+
+
+class _FakeTokenizer:
+    eos_token_id = pad_token_id = 0
+
+    def __init__(self):
+        self.texts = ["<eos>"]
+
+    def ids(self, text: str, eos: bool = True) -> list[int]:
+        self.texts.append(text)
+        return [len(self.texts) - 1] + ([0] if eos else [])
+
+    def batch_decode(self, ids, skip_special_tokens=True):
+        return [" ".join(self.texts[i] for i in x if i != 0) for x in ids]
+
+
+def _answer(rec, flip=False):
+    return " ".join(f"({i + 1}) {n} is a {'knight' if s != flip else 'knave'}"
+                    for i, (n, s) in enumerate(zip(rec["names"], rec["solution"])))
+
+
+def _completions(rec):
+    """Hand-made completions of one puzzle and, for each, (correct, well formatted) under the reward's rules with
+    the prompt's <think> counted as the opening tag."""
+    return [
+        (f"so </think> <answer> {_answer(rec)} </answer>", True, True),
+        (f"so </think> <answer> {_answer(rec, flip=True)} </answer>", False, True),  # wrong, tags fine
+        (f"so <answer> {_answer(rec)} </answer>", False, False),  # no </think>
+        (f"<think> so </think> <answer> {_answer(rec)} </answer>", False, False),  # second <think>
+        (f"so </think> <answer> {_answer(rec)}", False, False),  # unclosed answer
+        (f"<answer> {_answer(rec)} </answer> so </think>", False, False),  # tags out of order
+        ("no tags at all", False, False),
+        (f"so </think> <answer> x </answer> <answer> {_answer(rec)} </answer>", False, False),  # two answers
+    ]
+
+
+def _fake_sampler(tok, records, script):
+    """``script[i]`` = indices into :func:`_completions` for record i, in sampling order."""
+    by_prompt = {kk.format_prompt(r): (r, script[i]) for i, r in enumerate(records)}
+
+    def fake_sample(model, tokenizer, prompts, *, n, **kw):
+        out = []
+        for p in prompts:
+            rec, picks = by_prompt[p]
+            out += [tok.ids(_completions(rec)[k][0]) for k in picks[:n]]
+        return out
+
+    return fake_sample
+
+
+def test_format_rate_counts_completions_with_valid_tags(monkeypatch):
+    records = kk.generate(2, 8, seed=5)
+    tok = _FakeTokenizer()
+    script = [[i] for i in range(8)]  # record i gets completion i: exactly one correct, two well formatted
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.sample", _fake_sampler(tok, records, script))
+    ev = evaluate_greedy(object(), tok, records, batch_size=3)
+    expected = [_completions(r)[i][1:] for i, r in enumerate(records)]
+    assert ev["correct"] == [c for c, _ in expected]
+    assert ev["well_formatted"] == [f for _, f in expected] == [True, True] + [False] * 6
+    assert (ev["accuracy"], ev["format_rate"], ev["mean_length"], ev["truncated"]) == (1 / 8, 2 / 8, 2.0, 0.0)
+
+    # sampled: 4 samples per puzzle, per puzzle a different mix
+    script = [[0, 0, 1, 2], [1, 3, 4, 5], [6, 7, 0, 1]]
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.sample", _fake_sampler(tok, records[:3], script))
+    sv = evaluate_sampled(object(), tok, records[:3], n=4, batch_size=4)
+    assert sv["format_rate"] == pytest.approx((3 + 1 + 2) / 12)  # picks 0, 0, 1 / 1 / 0, 1 are well formatted
+    assert sv["accuracy"] == pytest.approx(3 / 12) and sv["per_prompt"] == [0.5, 0.0, 0.25]
+    assert sv["frac_all_wrong"] == pytest.approx(1 / 3)
+
+
+def test_greedy_accuracy_and_sampled_success_by_people(monkeypatch):
+    records = kk.generate(2, 3, seed=1) + kk.generate(3, 2, seed=2)
+    tok = _FakeTokenizer()
+    # greedy uses the first pick: 2 people -> correct, wrong (tags ok), no tags; 3 people -> correct, second <think>
+    script = [[0, 0, 1], [1, 6, 7], [6, 6, 6], [0, 1, 0], [3, 4, 0]]
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.sample", _fake_sampler(tok, records, script))
+    cfg = SimpleNamespace(data=SimpleNamespace(eval_people=[3, 2], template="plain"),
+                          eval=SimpleNamespace(max_new_tokens=8, batch_size=4))
+    greedy = greedy_accuracy_by_people(object(), tok, records, cfg)
+    expected = pd.DataFrame({"people": [3, 2], "n": [2, 3], "greedy_accuracy": [1 / 2, 1 / 3],
+                             "format_ok": [1 / 2, 2 / 3], "mean_length": [2.0, 2.0]})
+    pd.testing.assert_frame_equal(greedy, expected)
+
+    rates = sampled_success_by_people(object(), tok, records, cfg, prompts=2, samples=3)
+    # the first 2 puzzles of each count, 3 samples each (the third 2-people puzzle is not sampled):
+    # 3 people: picks 0,1,0 -> 2/3 correct, 3,4,0 -> 1/3; 2 people: 0,0,1 -> 2/3, 1,6,7 -> 0
+    assert rates.to_dict("list") == {"people": [3, 3, 2, 2], "success_rate": [2 / 3, 1 / 3, 2 / 3, 0.0]}
+
+    cfg.data.eval_people = [2, 4]
+    with pytest.raises(ValueError, match="no record with 4 people"):
+        greedy_accuracy_by_people(object(), tok, records, cfg)

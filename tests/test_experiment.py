@@ -176,12 +176,11 @@ def test_dro_runs_offline_from_the_config(tmp_path):
     assert "dro/value_loss" in metrics.columns and 0.0 <= summary["accuracy"] <= 1.0
 
 
-def test_lora_trains_only_the_adapters(tmp_path):
+def test_lora_trains_only_the_adapters(tmp_path, monkeypatch):
     """model.peft in the params: the tiny model is wrapped with LoRA adapters, trained through the same trainer;
     the adapters move, the frozen base weights do not."""
     import torch
 
-    import dgro_lib.trainer
     from dgro_lib import trainer as T
 
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {
@@ -197,12 +196,8 @@ def test_lora_trains_only_the_adapters(tmp_path):
             seen["trainable"] = {n for n, p in self.model.named_parameters() if p.requires_grad}
             return out
 
-    saved = dgro_lib.trainer.DGROTrainer
-    dgro_lib.trainer.DGROTrainer = Spy
-    try:
-        run_training(cfg, 0, tmp_path / "run")
-    finally:
-        dgro_lib.trainer.DGROTrainer = saved
+    monkeypatch.setattr("dgro_lib.training.DGROTrainer", Spy)  # where run_training looks it up
+    run_training(cfg, 0, tmp_path / "run")
     assert seen["trainable"] and all("lora_" in n for n in seen["trainable"])
     moved = {n for n in seen["before"] if not torch.equal(seen["before"][n], seen["after"][n])}
     assert moved and moved <= seen["trainable"]

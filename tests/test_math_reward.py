@@ -52,7 +52,7 @@ CASES: dict[str, tuple[str, Outcome]] = {
     "opening think repeated": ("<think>a</think> \\boxed{1/2}", Outcome.BAD_FORMAT),
     "empty completion": ("", Outcome.BAD_FORMAT),
 }
-# DGRO Table 4 / DESIGN §4 (r_f, r_corr, r_com) per outcome: the paper's §4.1 rules.
+# DGRO Table 4 (r_f, r_corr, r_com) per outcome: the paper's §4.1 rules.
 R_VECTORS = {Outcome.CORRECT: (1, 1, 1), Outcome.WRONG: (1, -1, 1), Outcome.INCOMPLETE: (1, -1, -1),
              Outcome.BAD_FORMAT: (-1, -1, -1)}
 # DGRO Table 4 columns (all right, wrong, incomplete, bad format) and Logic-RL's format + answer score.

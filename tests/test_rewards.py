@@ -58,7 +58,7 @@ R_VECTORS = {
     "incomplete": (1, -1, -1),
     "bad_format": (-1, -1, -1),
 }
-# Table 4 of the DGRO paper (also DESIGN §4), frozen on purpose as the published reference.
+# Table 4 of the DGRO paper, frozen on purpose as the published reference.
 TABLE4 = {
     "[-1,1]": {"all_right": 1.0, "wrong": 0.0, "incomplete": -0.2, "bad_format": -1.0},
     "[-3,3]": {"all_right": 3.0, "wrong": -0.5, "incomplete": -1.0, "bad_format": -3.0},

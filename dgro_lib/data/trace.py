@@ -1,7 +1,7 @@
 """Reasoning traces for Knights & Knaves, written so that a ~1M-parameter model can execute them.
 
-The embedded miniature (DESIGN §8) only learned the logic when its warm-up completions spelled out
-every step; a compact trace or no trace taught it the answer format and nothing else. The
+The embedded base model (docs/embedded-model.md) only learned the logic when its warm-up completions
+spelled out every step; a compact trace or no trace taught it the answer format and nothing else. The
 ``"explicit"`` trace below is designed so that every token can be produced from a few nearby
 facts (one attention hop each), never from a global computation:
 
@@ -43,7 +43,7 @@ count, and a bare number is an ambiguous key in a trace full of numbers.
 **The ``"named"`` style** is the same trace with the quiz's own names in place of the labels and no
 legend (``Emily says if Matthew knave then Jackson knight . try Emily is knight Jackson is knight ...``;
 ``named_verbatim`` keeps the quiz's wording in the header). Measured (1M-parameter model, stage-1
-recipe, 1200 steps of batch 16, 100-200 held-out 3-person puzzles; issue #2): the explicit trace is
+recipe, 1200 steps of batch 16, 100-200 held-out 3-person puzzles): the explicit trace is
 still at 0 % after 1500 steps, the named trace reaches 22 % (19 % at 600 steps) because each name is
 copied from the line above or from the quiz sentence it translates. Its remaining errors were nearly all
 in the header: the role three words after a name in the quiz ("Aiden is a knave" -> ``Aiden knave``)
@@ -54,9 +54,9 @@ checks (clause values, ``or`` / ``if`` evaluation), not in copying. ``named_verb
 ``slip_rate`` injects a *slip*: with that probability a trace flips one clause value in an
 assignment checked before the solution, chosen so that the flip turns that assignment's only
 inconsistent person ``ok`` — the trace then accepts a wrong assignment and the answer follows the
-trace. A base model warmed up on such data samples both right and wrong solutions (DESIGN §8's
-"base whose errors RL can fix"). Puzzles without such a near-miss before the solution cannot
-slip; :func:`build_trace` reports whether a slip happened.
+trace. A base model warmed up on such data samples both right and wrong solutions: a base whose
+errors RL can fix. Puzzles without such a near-miss before the solution cannot slip;
+:func:`build_trace` reports whether a slip happened.
 """
 
 from __future__ import annotations

@@ -6,16 +6,24 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
+import pandas as pd
 from tqdm.auto import tqdm
 
 from dgro_lib.config import ExperimentConfig
 from dgro_lib.data import kk
 from dgro_lib.sampling import eos_ids, sample
 from dgro_lib.rewards import kk_is_correct
+from dgro_lib.rewards.kk import check_format
 
 from .metrics import pass_at_k
 
-__all__ = ["evaluate_greedy", "greedy_eval", "evaluate_sampled", "evaluate_under_config", "eval_summary"]
+__all__ = ["evaluate_greedy", "greedy_eval", "evaluate_sampled", "evaluate_under_config", "eval_summary",
+           "greedy_accuracy_by_people", "sampled_success_by_people"]
+
+# Both prompt templates end in "<think>" (dgro_lib.data.kk.format_prompt), so the correctness check and the format
+# check both count the prompt's "<think>" as the completion's opening tag.
+_THINK_IN_PROMPT = True
+
 
 def _correctness_checker():
     """The correctness rule of every evaluation and the name recorded with its results (``checker``): the reward's
@@ -30,7 +38,11 @@ def evaluate_greedy(model, tokenizer, records: Sequence[dict], *, template: str 
     Returns accuracy, n, correct (list[bool] per record, for paired McNemar tests), completions (texts,
     decoded with skip_special_tokens=True as TRL does), lengths (completion tokens incl. EOS),
     mean_length, truncated (fraction that hit max_new_tokens without EOS), by_people {n: accuracy},
-    checker (which correctness function was used), wall_s.
+    well_formatted (list[bool] per completion: the think/answer tags pass the reward's own format rule,
+    :func:`dgro_lib.rewards.kk.check_format`, with the prompt's ``<think>`` counted as the opening tag exactly as
+    the correctness check counts it), format_rate (the fraction of completions that are well formatted; a correct
+    completion is always well formatted, so format_rate >= accuracy), checker (which correctness function was
+    used), wall_s.
     """
     return _evaluate_records(model, tokenizer, records, n=1, greedy=True, template=template,
                              max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
@@ -44,7 +56,7 @@ def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, t
                      seed: int = 0, progress: bool = False, top_p: float = 1.0) -> dict[str, Any]:
     """Sampled K&K accuracy: ``n`` samples per record at ``temperature`` (nucleus ``top_p``, see :func:`sample`).
 
-    Returns what :func:`evaluate_greedy` returns over the n*len(records) samples, plus per_prompt
+    Returns what :func:`evaluate_greedy` returns over the n*len(records) samples (format_rate included), plus per_prompt
     (success rate per record), frac_all_correct / frac_all_wrong (groups with zero reward variance
     under a correctness reward) and mean_per_prompt.
     """
@@ -77,7 +89,9 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
         lengths += [len(x) for x in ids]
         truncated += sum(1 for x in ids if not (x and x[-1] in eos))
     rows = [r for r in records for _ in range(n)]
-    correct = [bool(check(c, names=r["names"], solution=r["solution"])) for c, r in zip(completions, rows)]
+    correct = [bool(check(c, names=r["names"], solution=r["solution"], think_in_prompt=_THINK_IN_PROMPT))
+               for c, r in zip(completions, rows)]
+    well_formatted = [check_format(c, think_in_prompt=_THINK_IN_PROMPT) for c in completions]
     by_people: dict[int, list[bool]] = {}
     for r, ok in zip(rows, correct):
         by_people.setdefault(len(r["names"]), []).append(ok)
@@ -86,6 +100,7 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
         "completions": completions, "lengths": lengths, "mean_length": sum(lengths) / max(len(lengths), 1),
         "truncated": truncated / max(len(lengths), 1),
         "by_people": {p: sum(v) / len(v) for p, v in sorted(by_people.items())},
+        "well_formatted": well_formatted, "format_rate": sum(well_formatted) / max(len(well_formatted), 1),
         "checker": checker, "wall_s": round(time.perf_counter() - t0, 2),
     }
 
@@ -116,3 +131,54 @@ def eval_summary(ev: dict[str, Any]) -> dict[str, Any]:
     """The scalar fields of an evaluation (what a results row or a run summary holds): every value that is not
     a per-sample list."""
     return {k: v for k, v in ev.items() if not isinstance(v, (list, tuple))}
+
+
+# ---------------------------------------------------------------------------------------------
+# per people count (the base model's table in notebooks/00_base_model)
+# ---------------------------------------------------------------------------------------------
+
+
+def _people_subsets(records: Sequence[dict], people_counts: Sequence[int]) -> list[tuple[int, list[dict]]]:
+    out = []
+    for people in people_counts:
+        subset = [r for r in records if len(r["names"]) == people]
+        if not subset:
+            have = sorted({len(r["names"]) for r in records})
+            raise ValueError(f"no record with {people} people (records have people counts {have})")
+        out.append((people, subset))
+    return out
+
+
+def greedy_accuracy_by_people(model, tokenizer, records: Sequence[dict], cfg: ExperimentConfig) -> pd.DataFrame:
+    """Greedy accuracy of ``model`` for each people count of ``cfg.data.eval_people``, one
+    :func:`evaluate_greedy` per count (template, max_new_tokens and batch_size from ``cfg``).
+
+    Columns: people, n (puzzles), greedy_accuracy, format_ok (the evaluation's format_rate: the fraction of
+    completions with valid think/answer tags), mean_length (completion tokens). Raises ValueError for a people
+    count that no record has.
+    """
+    rows = []
+    for people, subset in _people_subsets(records, cfg.data.eval_people):
+        ev = evaluate_greedy(model, tokenizer, subset, template=cfg.data.template,
+                             max_new_tokens=cfg.eval.max_new_tokens, batch_size=cfg.eval.batch_size)
+        rows.append({"people": people, "n": ev["n"], "greedy_accuracy": ev["accuracy"],
+                     "format_ok": ev["format_rate"], "mean_length": ev["mean_length"]})
+    return pd.DataFrame(rows, columns=["people", "n", "greedy_accuracy", "format_ok", "mean_length"])
+
+
+def sampled_success_by_people(model, tokenizer, records: Sequence[dict], cfg: ExperimentConfig, *, prompts: int,
+                              samples: int, temperature: float = 1.0) -> pd.DataFrame:
+    """Per-puzzle success rates under sampling, for each people count of ``cfg.data.eval_people``: the first
+    ``prompts`` puzzles of that count, ``samples`` samples each at ``temperature`` (one :func:`evaluate_sampled`
+    per count, seed 0 and its default batch size; template and max_new_tokens from ``cfg``).
+
+    Long table, one row per puzzle: people, success_rate (correct samples / ``samples``). A puzzle whose rate is
+    0 or 1 gives a group of zero reward variance, which group-based RL cannot learn from. Raises ValueError for a
+    people count that no record has.
+    """
+    rows = []
+    for people, subset in _people_subsets(records, cfg.data.eval_people):
+        ev = evaluate_sampled(model, tokenizer, subset[:prompts], n=samples, temperature=temperature,
+                              template=cfg.data.template, max_new_tokens=cfg.eval.max_new_tokens)
+        rows += [{"people": people, "success_rate": rate} for rate in ev["per_prompt"]]
+    return pd.DataFrame(rows, columns=["people", "success_rate"])

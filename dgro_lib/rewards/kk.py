@@ -2,7 +2,7 @@
 
 Scoring a completion (the model's text after the prompt) takes three steps.
 
-1. **Format** (DESIGN §4, following Logic-RL's ``validate_response_structure``):
+1. **Format** (following Logic-RL's ``validate_response_structure``):
    ``<think>``, ``</think>``, ``<answer>`` and ``</answer>`` each occur exactly once,
    in that order. When ``think_in_prompt=True`` (the default: the prompt template
    ends with ``<think>``, as Logic-RL's and ours do), the completion must contain no
@@ -109,7 +109,7 @@ def _require_str(value: Any, argname: str) -> str:
 
 
 def check_format(completion: str, *, think_in_prompt: bool = True) -> bool:
-    """True if the think/answer tags occur exactly once each, in order (DESIGN §4).
+    """True if the think/answer tags occur exactly once each, in order (Logic-RL's format rule).
 
     With ``think_in_prompt=True`` the completion must contain no ``<think>``: the prompt
     already opened the block. The tags do not overlap as strings, so ``str.count`` and

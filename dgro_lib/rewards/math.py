@@ -1,4 +1,4 @@
-"""Math rule-based reward (DGRO §4.1 Eq. 12 / Table 4 schemes on math problems, DESIGN §4).
+"""Math rule-based reward (DGRO §4.1 Eq. 12 / Table 4 schemes on math problems; docs/design.md, reward rules).
 
 Scoring a completion (the model's text after the prompt) takes three steps, in the same
 shape as :mod:`dgro_lib.rewards.kk`.

@@ -1,0 +1,216 @@
+"""One training run (one sweep point, one seed): the TRL objects it is made of, and its training to completion.
+
+This is the only place that turns an :class:`~dgro_lib.config.ExperimentConfig` into TRL objects. The run's
+folder (reuse, resume, extension) is :mod:`dgro_lib.runstore`'s; where the run happens (in-process or under
+``accelerate launch``) is :mod:`dgro_lib.launch`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback, set_seed
+from trl import GRPOConfig
+
+from .config import ExperimentConfig, config_to_dict, uses_reference_model
+from .data import kk
+from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
+from .inputs import load_eval_records, load_train_records, resolve_model_path
+from .losses import trl_loss_type
+from .manifest import write_json, write_manifest
+from .models import load_model
+from .rewards import kk_reward_func
+from .runstore import latest_checkpoint, prepare_run
+from .sampling import sample
+from .trainer import DGROTrainer, make_rollout_func
+
+__all__ = ["grpo_config", "uses_reference_model", "run_training", "RunRecorder"]
+
+# TrainConfig fields that GRPOConfig takes under the same name and meaning
+_SAME_NAME_FIELDS = ("num_generations", "num_iterations", "top_p", "max_steps", "learning_rate", "adam_beta1",
+                     "adam_beta2", "weight_decay", "max_grad_norm", "warmup_steps", "lr_scheduler_type", "temperature",
+                     "max_completion_length", "save_steps", "gradient_checkpointing")
+
+
+def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> GRPOConfig:
+    """The ``trl.GRPOConfig`` of one run: every field we set, in one place (tests check what TRL receives).
+
+    The rollout batch is prompts_per_step x num_generations rows in total, split evenly over
+    ``train.num_processes`` and into ``train.updates_per_rollout`` optimizer steps of
+    ``rows / (processes x updates)`` rows per process, each in micro-batches of ``train.micro_batch_size``.
+    """
+    t = cfg.train
+    rows = t.prompts_per_step * t.num_generations
+    # TRL: rows per rollout = per_device x processes x steps_per_generation; an optimizer step every
+    # gradient_accumulation_steps micro-batches, so updates per rollout = steps_per_generation / accumulation.
+    per_update = rows // (t.num_processes * t.updates_per_rollout)
+    micro = t.micro_batch_size or per_update
+    accumulation = per_update // micro
+    on_cpu = t.cpu or not torch.cuda.is_available()
+    vllm = {}
+    if t.use_vllm:
+        vllm = dict(use_vllm=True, vllm_mode=t.vllm_mode, vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+                    vllm_importance_sampling_correction=t.vllm_importance_sampling_correction)
+        if t.vllm_mode == "server":
+            vllm.update(vllm_server_host=t.vllm_server_host, vllm_server_port=t.vllm_server_port)
+    return GRPOConfig(
+        output_dir=str(Path(run_dir) / "trainer"),
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation,
+        steps_per_generation=accumulation * t.updates_per_rollout,
+        **{k: getattr(t, k) for k in _SAME_NAME_FIELDS},
+        # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
+        # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
+        # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).
+        beta=1.0 if trl_loss_type(cfg.loss.name) is None and uses_reference_model(cfg) else 0.0,
+        scale_rewards="none",
+        logging_steps=1,
+        save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk
+        save_strategy="steps",
+        report_to=[],
+        bf16=t.bf16 and not on_cpu,
+        use_cpu=on_cpu,
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        **vllm,
+    )
+
+
+class RunRecorder(TrainerCallback):
+    """Collects every log (written to metrics.csv at each checkpoint and at the end) and runs the periodic
+    held-out evaluation on ``subset``, on the main process. It starts from the rows a killed run left in
+    ``run_dir``; rows after the checkpoint a run resumes from are dropped (:meth:`keep_until`) and re-logged.
+    :meth:`attach` gives it the trainer it records (the trainer is built with the callback already in it)."""
+
+    def __init__(self, cfg: ExperimentConfig, run_dir: Path, tokenizer, subset: list[dict], *, main: bool):
+        self.cfg, self.run_dir, self.tokenizer, self.subset, self.main = cfg, run_dir, tokenizer, subset, main
+        self.metrics_csv, self.heldout_csv = run_dir / "metrics.csv", run_dir / "heldout.csv"
+        self.metrics_rows: list[dict] = []
+        self.heldout_rows: list[dict] = []
+        if self.metrics_csv.exists():  # resuming: keep what the killed run logged up to its last checkpoint
+            self.metrics_rows = pd.read_csv(self.metrics_csv).to_dict("records")
+        if self.heldout_csv.exists():
+            self.heldout_rows = pd.read_csv(self.heldout_csv).to_dict("records")
+        self.trainer: DGROTrainer | None = None
+
+    def attach(self, trainer: DGROTrainer) -> None:
+        self.trainer = trainer
+
+    def keep_until(self, step: int) -> None:
+        """Drop the rows logged after ``step`` (the checkpoint the run resumes from; 0 when it starts over)."""
+        self.metrics_rows = [r for r in self.metrics_rows if r["step"] <= step]
+        self.heldout_rows = [r for r in self.heldout_rows if r["step"] <= step]
+
+    def add_heldout(self, row: dict) -> None:
+        self.heldout_rows.append(row)
+        pd.DataFrame(self.heldout_rows).to_csv(self.heldout_csv, index=False)
+
+    def _write_metrics(self) -> None:
+        if self.main:
+            pd.DataFrame(self.metrics_rows).to_csv(self.metrics_csv, index=False)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
+            self.metrics_rows.append({"step": state.global_step, **logs})
+
+    def on_save(self, args, state, control, **kw):
+        self._write_metrics()
+
+    def on_train_end(self, args, state, control, **kw):
+        self._write_metrics()
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        t, trainer = self.cfg.train, self.trainer
+        if t.rank_logs:
+            trainer.write_rank_log(self.run_dir / "ranks", state.global_step)
+        if self.main and t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
+            ev = evaluate_under_config(trainer.accelerator.unwrap_model(trainer.model), self.tokenizer, self.subset,
+                                       self.cfg)
+            self.add_heldout({"step": state.global_step, "subset": len(self.subset), **eval_summary(ev)})
+            trainer.model.train()
+
+
+def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: dict | None = None) -> dict | None:
+    """Train one run (one sweep point, one seed) to completion, resuming from its last checkpoint if any.
+
+    Returns the final evaluation summary (None on the non-main processes of a distributed run, which only
+    train). A run whose ``final_eval.json`` exists is not trained again. Files and evaluations are written by
+    the main process only.
+    """
+    if cfg.data.task != "kk":
+        raise ValueError(
+            f"data.task: {cfg.data.task!r} — the experiment runner trains on K&K only so far; the math loaders "
+            "(dgro_lib.data.math) and reward (dgro_lib.rewards.math_reward) exist, and "
+            "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")
+    run_dir = Path(run_dir)
+    final_path = run_dir / "final_eval.json"
+    # torchrun (accelerate launch) sets RANK / WORLD_SIZE; PartialState() here would initialise before TRL's
+    # Accelerator and, on CPU, see a single process.
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    main = rank == 0
+    torch.set_num_threads(cfg.train.threads)
+    # launch_run prepares a multi-process run before starting it; only rank 0 may touch the folder here
+    if prepare_run(cfg, seed, run_dir) if main else final_path.exists():
+        return json.loads(final_path.read_text())["summary"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    set_seed(seed)
+    model_path = resolve_model_path(cfg)
+    if main:
+        history = []
+        if (run_dir / "manifest.json").exists():
+            history = json.loads((run_dir / "manifest.json").read_text()).get("history", [])
+        write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
+                       extra={"sweep_point": point or {}, "model_path": model_path,
+                              "num_processes": world, **({"history": history} if history else {})})
+    model, tokenizer = load_model(model_path, peft=cfg.model.peft)
+    train_records = load_train_records(cfg)
+    eval_records = load_eval_records(cfg)
+    columns = {
+        "prompt": [kk.format_prompt(r, template=cfg.data.template) for r in train_records],
+        "names": [list(r["names"]) for r in train_records],
+        "solution": [list(r["solution"]) for r in train_records],
+    }
+    train_ds = Dataset.from_dict(columns)
+
+    t = cfg.train
+    args = grpo_config(cfg, seed, run_dir)
+    recorder = RunRecorder(cfg, run_dir, tokenizer, eval_records[: t.eval_subset], main=main)
+    trainer = DGROTrainer(
+        model=model,
+        reward_funcs=kk_reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
+        args=args,
+        train_dataset=train_ds,
+        processing_class=tokenizer,
+        callbacks=[recorder],
+        rollout_func=make_rollout_func(sample, policy=t.rollout_policy) if t.fast_sampler and not t.use_vllm else None,
+        loss_name=cfg.loss.name,
+        loss_kwargs=cfg.loss.kwargs,
+        value=cfg.loss.value,
+        scale=cfg.loss.scale,
+        value_lr=cfg.loss.value_lr,
+        forward_chunk_rows=t.forward_chunk_rows,
+    )
+    recorder.attach(trainer)
+    resume = latest_checkpoint(run_dir / "trainer")
+    # rows logged after the checkpoint we resume from (all of them, killed before the first one) are redone
+    recorder.keep_until(int(resume.split("-")[-1]) if resume else 0)
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=resume)
+    train_seconds = time.time() - t0
+    if not trainer.accelerator.is_main_process:
+        return None
+
+    final = evaluate_under_config(trainer.accelerator.unwrap_model(trainer.model), tokenizer, eval_records, cfg)
+    summary = {**eval_summary(final), "train_seconds": train_seconds, "seed": seed, **(point or {})}
+    recorder.add_heldout({"step": t.max_steps, "subset": len(eval_records), **eval_summary(final)})
+    write_json(final_path, {"summary": summary, "correct": list(map(bool, final["correct"])),
+                            "protocol": protocol_for_config(cfg, len(final["correct"]))})
+    return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)
