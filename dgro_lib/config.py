@@ -163,9 +163,8 @@ class TrainConfig:
     forward_chunk_rows: int | None = None
     """Rows per forward pass of the loss inside one micro-batch, sorted by completion length and trimmed of their
     padding; the loss still sees the whole micro-batch (same normalization, one backward), so only the speed and
-    the floating-point rounding change (DGROTrainer). None = one padded forward. Measured on the cpu recipe
-    (64 rows of ~100-448 tokens, one core): 8 rows per chunk make the forward/backward ~2.5x faster
-    (bench/forward_chunks.py)."""
+    the floating-point rounding change (DGROTrainer). None = one padded forward. Worth it when completion lengths
+    vary a lot (bench/forward_chunks.py prints the ratio; docs/speed.md has it)."""
     top_p: float = 1.0
     """Nucleus sampling of the rollouts (TRL's ``model.generate``, vLLM and the fast sampler all apply it)."""
     max_prompt_length: int | None = None

@@ -35,21 +35,17 @@ facts (one attention hop each), never from a global computation:
    unique-solution puzzles). The answer block "(k) NAME is a ..." then copies each name from the
    token after the same label in the legend / prompt list (plain induction).
 
-Measured on the 1M-parameter model (README, "embedded base model"): with bare numbers ``1 2 3`` as
-labels and an unnumbered prompt, every part of the trace was learned except the names (100 % wrong
-under teacher forcing after 7.5M tokens): copying "the k-th name of the list" needs a positional
-count, and a bare number is an ambiguous key in a trace full of numbers.
+Why the labels: with bare numbers ``1 2 3`` as labels and an unnumbered prompt a 1M-parameter model learned every
+part of the trace except the names, because copying "the k-th name of the list" needs a positional count and a bare
+number is an ambiguous key in a trace full of numbers (docs/embedded-model.md has the measurements).
 
 **The ``"named"`` style** is the same trace with the quiz's own names in place of the labels and no
 legend (``Emily says if Matthew knave then Jackson knight . try Emily is knight Jackson is knight ...``;
-``named_verbatim`` keeps the quiz's wording in the header). Measured (1M-parameter model, stage-1
-recipe, 1200 steps of batch 16, 100-200 held-out 3-person puzzles): the explicit trace is
-still at 0 % after 1500 steps, the named trace reaches 22 % (19 % at 600 steps) because each name is
-copied from the line above or from the quiz sentence it translates. Its remaining errors were nearly all
-in the header: the role three words after a name in the quiz ("Aiden is a knave" -> ``Aiden knave``)
-came out ``knight``. Statement drills (:func:`dgro_lib.models.statement_drill_text`) fix that: 27 %
-with drills every 4th step (half statement drills), 35.5 % every 2nd step, whose errors are then in the
-checks (clause values, ``or`` / ``if`` evaluation), not in copying. ``named_verbatim`` did worse (15 %).
+``named_verbatim`` keeps the quiz's wording in the header). Each name is then copied from the line above or from
+the quiz sentence it translates, which a tiny model learns far sooner than the labelled trace; the remaining
+errors copy a statement's role word from the quiz, which statement drills
+(:func:`dgro_lib.models.statement_drill_text`) address. docs/embedded-model.md has what each style and drill
+share measured.
 
 ``slip_rate`` injects a *slip*: with that probability a trace flips one clause value in an
 assignment checked before the solution, chosen so that the flip turns that assignment's only
