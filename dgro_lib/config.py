@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,9 @@ from typing import Any
 import yaml
 
 from .data.math import resolve_dataset
-from .losses import list_losses, loss_params, loss_requires, loss_soft_beta, trl_loss_type, validate_loss_kwargs
+from .losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
+from .checks import check_runnable_here, uses_reference_model, validate_values
+from .typed import ConfigError, build_dataclass
 from .paths import PARAMS
 from .rewards import get_scheme
 
@@ -39,14 +39,11 @@ __all__ = [
     "expand_sweep",
     "find_params",
     "uses_reference_model",
+    "check_runnable_here",
 ]
 
 
 DISTRIBUTED = ("none", "zero2", "zero3", "fsdp")
-
-
-class ConfigError(ValueError):
-    """A config file or override is invalid; the message names the file and the dotted key."""
 
 
 @dataclass
@@ -127,11 +124,19 @@ class TrainConfig:
     learning_rate: float = 3e-5
     """Adam learning rate (the paper used 4e-7 on a 7B model; docs/results.md has the recipe behind 3e-5)."""
     adam_beta1: float = 0.9
+    """Adam β1, in [0, 1)."""
     adam_beta2: float = 0.99
+    """Adam β2, in [0, 1)."""
     weight_decay: float = 0.0
+    """AdamW weight decay, >= 0."""
     max_grad_norm: float = 1.0
+    """Gradient-norm clip, >= 0 (0 = no clipping, transformers' convention)."""
     warmup_steps: int = 0
+    """Linear learning-rate warm-up steps, >= 0; > 0 needs a scheduler that warms up (``constant`` ignores it:
+    use ``constant_with_warmup``)."""
     lr_scheduler_type: str = "constant"
+    """A ``transformers.SchedulerType`` value that needs no ``lr_scheduler_kwargs`` and no eval metric (``constant``,
+    ``constant_with_warmup``, ``linear``, ``cosine``, ``cosine_with_restarts``, ``polynomial``, ``inverse_sqrt``)."""
     prompts_per_step: int = 4
     """Distinct prompts per rollout batch."""
     num_generations: int = 16
@@ -200,6 +205,11 @@ class TrainConfig:
     rollout_policy: str = "current"
     """Who samples the rollouts: ``current`` (online RL) or ``reference`` (the frozen initial model, a fixed
     sampling policy mu: DRO's offline setting). ``reference`` needs ``fast_sampler``."""
+    skip_nonfinite: bool = False
+    """A non-finite reward, loss or gradient norm stops the run with an error naming the step (after saving the
+    rollout batch to ``trainer/nonfinite_step<k>.pt`` and ``.json``; the diverged update is not applied, so the last
+    checkpoint is the last good state). True: skip such a step instead (its gradients are dropped, the optimizer
+    does not move; counted in the logged ``nonfinite/skipped``), still saving the evidence file."""
 
 
 @dataclass
@@ -254,83 +264,10 @@ class ExperimentConfig:
     """Notebook-specific knobs (documented in the notebook that reads them)."""
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; build nested dataclasses; raise ConfigError naming ``where``."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for a in args:
-            if a is type(None):
-                continue
-            try:
-                return _coerce(value, a, where)
-            except ConfigError as e:
-                errors.append(str(e))
-        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r}")
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
-        return _build(tp, value, where)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} ({value!r})")
-        return [_coerce(v, args[0] if args else Any, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
-        kt, vt = args if args else (Any, Any)
-        return {_coerce(k, kt, f"{where} key"): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {value!r}")
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-        return value
-    raise ConfigError(f"{where}: unsupported annotation {tp!r}")
-
-
-def _build(cls: type, data: dict, where: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        prefix = f"{where}." if where else ""
-        raise ConfigError(
-            f"unknown key {prefix}{unknown[0]!s} (valid keys of {cls.__name__}: {', '.join(sorted(fields))})"
-        )
-    kwargs = {}
-    for name, f in fields.items():
-        key = f"{where}.{name}" if where else name
-        if name in data:
-            kwargs[name] = _coerce(data[name], hints[name], key)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"missing required key {key}")
-    return cls(**kwargs)
-
-
 def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
     """Build an :class:`ExperimentConfig` from a plain mapping; errors are prefixed by ``source``."""
     try:
-        cfg = _build(ExperimentConfig, data, "")
+        cfg = build_dataclass(ExperimentConfig, data, "")
         _validate(cfg)
     except ConfigError as e:
         raise ConfigError(f"{source}: {e}") from None
@@ -417,7 +354,7 @@ def _validate(cfg: ExperimentConfig) -> None:
     if cfg.loss.value == "soft":
         try:
             loss_soft_beta(cfg.loss.name, cfg.loss.kwargs)
-        except ValueError as e:
+        except (ValueError, TypeError) as e:  # TypeError: a kwarg of the wrong type (named again below)
             raise ConfigError(f"loss.value: {e}") from None
     if cfg.loss.scale not in (None, "group_std"):
         raise ConfigError(f"loss.scale: {cfg.loss.scale!r} is not one of null, group_std")
@@ -428,20 +365,15 @@ def _validate(cfg: ExperimentConfig) -> None:
             get_scheme(cfg.reward.scheme)
         except ValueError as e:
             raise ConfigError(f"reward.scheme: {e}") from None
+    validate_values(cfg)  # ranges, finiteness, allowed values, paths: ConfigError naming the key and value
     _sweep_axes(cfg)  # unknown dotted key, repeated key, empty list, wrong tuple length: ConfigError naming it
+    if cfg.sweep:  # every sweep point is checked like a file of its own (ConfigError names the point)
+        expand_sweep(cfg)
 
 
 def config_to_dict(cfg: ExperimentConfig) -> dict:
     """Plain-dict form (what the run manifest stores)."""
     return dataclasses.asdict(cfg)
-
-
-def uses_reference_model(cfg: ExperimentConfig) -> bool:
-    """Whether a run needs TRL's frozen reference model: TRL's own losses when their k3-KL ``beta`` is set; ours
-    when the loss reads ``ref_logps`` (dro, online_dpo) or the rollouts are sampled from it."""
-    if trl_loss_type(cfg.loss.name) is not None:
-        return float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0
-    return "ref_logps" in loss_requires(cfg.loss.name) or cfg.train.rollout_policy == "reference"
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .config import ExperimentConfig, config_to_dict, expand_sweep, uses_reference_model
+from .config import ExperimentConfig, check_runnable_here, config_to_dict, expand_sweep, uses_reference_model
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, resolve_model_path
 from .launch import launch_run
@@ -84,6 +84,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
 
     The base model is built and evaluated first in this process, so parallel workers only read it.
     """
+    check_runnable_here(cfg)  # a GPU setting on a CPU machine: a ConfigError naming the key, not a CUDA traceback
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None)

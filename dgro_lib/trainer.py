@@ -39,6 +39,15 @@ What TRL 1.16 does not give a custom loss, and this class adds:
   :func:`dgro_lib.rollouts.merge_rollouts` substitutes or appends them as the registry entry declares. Their
   logs go under ``extra_rollouts/``.
 
+* **Divergence stops with its evidence.** A non-finite reward (checked in ``_calculate_rewards``, right after
+  scoring), loss (checked in ``_compute_loss`` before it is returned, i.e. before backward; our losses and TRL's)
+  or gradient norm (checked in ``_get_grad_norm``, which transformers calls after clipping and before
+  ``optimizer.step()``) stops the run with :class:`NonFiniteError` naming the step and the quantity, after saving
+  the offending rollout batch to ``<output_dir>/nonfinite_step<k>.pt`` (+ ``.json``; :meth:`DGROTrainer._save_evidence`).
+  The diverged update is never applied, so the last checkpoint on disk is the last good state. With
+  ``skip_nonfinite=True`` the step is skipped instead (its gradients are dropped, so the optimizer moves nothing,
+  Adam moments included) and counted in the logged ``nonfinite/skipped``.
+
 The beta2 term of DGRO has zero gradient when pi_theta == pi_old. TRL computes ``old_per_token_logps``
 only when a rollout batch feeds several optimizer steps (``num_iterations > 1``), so DGRO configs that
 want beta2 to act must set ``num_iterations >= 2``.
@@ -55,15 +64,16 @@ from typing import Any, Callable
 import torch
 from trl import GRPOTrainer
 
+from .divergence import DivergenceGuard, NonFiniteError
 from .logprobs import HiddenStateCapture, chunked_logprobs
 from .losses import (compute_advantages, get_loss, group_stats, loss_batch_statistics, loss_call_kwargs,
                      loss_extra_rollouts, loss_requires, loss_soft_beta, loss_temperatures, trl_loss_type)
 from .rollouts import allocate_extra_rows, merge_rollouts
 
-__all__ = ["DGROTrainer", "ROLLOUT_POLICIES", "make_rollout_func"]
+__all__ = ["DGROTrainer", "NonFiniteError", "ROLLOUT_POLICIES", "make_rollout_func"]
 
 
-class DGROTrainer(GRPOTrainer):
+class DGROTrainer(DivergenceGuard, GRPOTrainer):
     """``GRPOTrainer`` with a pluggable loss from the :mod:`dgro_lib.losses` registry.
 
     Args:
@@ -80,6 +90,9 @@ class DGROTrainer(GRPOTrainer):
             length and cut into chunks of this many, each trimmed of its trailing padding, and the outputs are
             padded back, so the loss still sees the whole micro-batch (same normalization, one backward).
             Causal attention makes it exact up to floating-point rounding. None = TRL's one padded forward.
+        skip_nonfinite: a non-finite reward, loss or gradient norm skips the optimizer step (its gradients are
+            dropped; counted in the logged ``nonfinite/skipped``) instead of raising :class:`NonFiniteError`. A
+            non-finite reward skips every step its rollout batch feeds. The evidence file is written either way.
         *args, **kwargs: passed to :class:`trl.GRPOTrainer`.
     """
 
@@ -93,6 +106,7 @@ class DGROTrainer(GRPOTrainer):
         logprob_chunk_size: int = 256,
         value_lr: float | None = None,
         forward_chunk_rows: int | None = None,
+        skip_nonfinite: bool = False,
         **kwargs: Any,
     ):
         if forward_chunk_rows is not None and int(forward_chunk_rows) < 1:
@@ -123,6 +137,7 @@ class DGROTrainer(GRPOTrainer):
         self._extra_candidates: list[int] | None = None  # every process's count of qualifying extra rows
         self._global_rewards: torch.Tensor | None = None
         self._captured_rewards: torch.Tensor | None = None
+        self._init_divergence_guard(skip_nonfinite)
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
         if self.extra_rollouts is not None and grpo_args is not None and getattr(grpo_args, "use_vllm", False) \
                 and getattr(grpo_args, "vllm_importance_sampling_correction", False):
@@ -182,11 +197,15 @@ class DGROTrainer(GRPOTrainer):
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         # (N_all_ranks, n_funcs), in group order: every G consecutive rows share a prompt.
+        if self.model.training:
+            self._check_rewards(rewards_per_func, prompts, completions, completion_ids_list)
         weights = self.reward_weights.to(rewards_per_func.device)
         self._captured_rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
+        if self.model.training:
+            self._rollout_nonfinite = None
         batch = self._generate_with_extra_rollouts(inputs)
         if self.model.training:
             self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages", "rollout_flags")
@@ -404,10 +423,15 @@ class DGROTrainer(GRPOTrainer):
     # -- the loss ------------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
+        if self.model.training:
+            self._step_batches.append(inputs)
         if self.trl_loss is not None:  # TRL's own loss, with the advantages we attached
             loss = super()._compute_loss(model, inputs)
             if self.model.training:
-                self._note_loss(loss)
+                bad = self._any_process(not bool(torch.isfinite(loss.detach())))
+                loss = self._check_loss(loss, bad, inputs)
+                if not bad:
+                    self._note_loss(loss)
             return loss
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
@@ -456,19 +480,24 @@ class DGROTrainer(GRPOTrainer):
         with torch.no_grad():
             fmask = mask.to(entropies.dtype)
             n_tok = fmask.sum().clamp(min=1.0)
-            local = torch.stack([(entropies * fmask).sum() / n_tok, -(logps * fmask).sum() / n_tok]).float()
-            full_all, nll_all = self.accelerator.gather(local[None]).mean(dim=0).tolist()
+            nonfinite = (~torch.isfinite(loss.detach())).to(fmask.dtype)
+            local = torch.stack([(entropies * fmask).sum() / n_tok, -(logps * fmask).sum() / n_tok, nonfinite]).float()
+            full_all, nll_all, bad_any = self.accelerator.gather(local[None]).mean(dim=0).tolist()
+        bad = bad_any > 0  # the loss is non-finite on some process (one collective with the entropies')
+        if mode == "train":  # before backward: a non-finite loss raises here, or its step is skipped
+            loss = self._check_loss(loss, bad, inputs, logps)
         self._metrics[mode]["entropy"].append(full_all)
         self._metrics[mode]["entropy_nll"].append(nll_all)
         if mode == "train":
             self._update_entropy[0] += nll_all
             self._update_entropy[1] += full_all
             self._update_entropy[2] += 1
-        self._metrics[mode]["loss/value"].append(float(loss.detach()))
-        if mode == "train":
-            self._note_loss(loss)
-        for key, val in metrics.items():
-            self._metrics[mode][key].append(float(val))
+        if not (bad and mode == "train"):  # a skipped micro-batch's loss and metrics stay out of the logs
+            self._metrics[mode]["loss/value"].append(float(loss.detach()))
+            if mode == "train":
+                self._note_loss(loss)
+            for key, val in metrics.items():
+                self._metrics[mode][key].append(float(val))
         if mode == "train":
             loss = loss / self.current_gradient_accumulation_steps
         return loss

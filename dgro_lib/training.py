@@ -18,7 +18,7 @@ from datasets import Dataset
 from transformers import TrainerCallback, set_seed
 from trl import GRPOConfig
 
-from .config import ExperimentConfig, config_to_dict, uses_reference_model
+from .config import ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model
 from .data import kk
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, load_train_records, resolve_model_path
@@ -28,7 +28,7 @@ from .models import load_model
 from .rewards import kk_reward_func
 from .runstore import latest_checkpoint, prepare_run
 from .sampling import sample
-from .trainer import DGROTrainer, make_rollout_func
+from .trainer import DGROTrainer, NonFiniteError, make_rollout_func
 
 __all__ = ["grpo_config", "uses_reference_model", "run_training", "RunRecorder"]
 
@@ -150,6 +150,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
             f"data.task: {cfg.data.task!r} — the experiment runner trains on K&K only so far; the math loaders "
             "(dgro_lib.data.math) and reward (dgro_lib.rewards.math_reward) exist, and "
             "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")
+    check_runnable_here(cfg)
     run_dir = Path(run_dir)
     final_path = run_dir / "final_eval.json"
     # torchrun (accelerate launch) sets RANK / WORLD_SIZE; PartialState() here would initialise before TRL's
@@ -197,13 +198,19 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         scale=cfg.loss.scale,
         value_lr=cfg.loss.value_lr,
         forward_chunk_rows=t.forward_chunk_rows,
+        skip_nonfinite=t.skip_nonfinite,
     )
     recorder.attach(trainer)
     resume = latest_checkpoint(run_dir / "trainer")
     # rows logged after the checkpoint we resume from (all of them, killed before the first one) are redone
     recorder.keep_until(int(resume.split("-")[-1]) if resume else 0)
     t0 = time.time()
-    trainer.train(resume_from_checkpoint=resume)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except NonFiniteError:
+        # the run stops at the diverged step: keep the rows logged up to it (a resume drops those past its checkpoint)
+        recorder.on_train_end(args, trainer.state, trainer.control)
+        raise
     train_seconds = time.time() - t0
     if not trainer.accelerator.is_main_process:
         return None

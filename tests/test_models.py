@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from typing import Sequence
 
 import pytest
 import torch

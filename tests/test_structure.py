@@ -17,12 +17,16 @@ def _unit(module: str) -> str:
 
 
 def _imports(path: Path) -> set[str]:
-    """Top-level dgro_lib units this file imports (module level or inside functions)."""
+    """Top-level dgro_lib units this file imports (module level or inside functions; not annotation-only imports)."""
     rel = path.relative_to(PKG.parent).with_suffix("")
     parts = list(rel.parts)
     here = parts[:-1]  # the package this file is in
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):  # imports under `if TYPE_CHECKING:` never run (annotations only): not an edge
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here[: len(here) - node.level + 1]

@@ -4,18 +4,20 @@ the held-out evaluation under an experiment config's ``eval:`` protocol."""
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dgro_lib.config import ExperimentConfig
 from dgro_lib.data import kk
 from dgro_lib.sampling import eos_ids, sample
 from dgro_lib.rewards import kk_is_correct
 from dgro_lib.rewards.kk import check_format
 
 from .metrics import pass_at_k
+
+if TYPE_CHECKING:  # annotations only: dgro_lib.config imports the model checks, which import this package
+    from dgro_lib.config import ExperimentConfig
 
 __all__ = ["evaluate_greedy", "greedy_eval", "evaluate_sampled", "evaluate_under_config", "eval_summary",
            "greedy_accuracy_by_people", "sampled_success_by_people"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dgro_lib.config import ExperimentConfig
+if TYPE_CHECKING:  # annotations only: dgro_lib.config imports the model checks, which import this package
+    from dgro_lib.config import ExperimentConfig
 
 __all__ = ["eval_protocol", "protocol_for_config"]
 

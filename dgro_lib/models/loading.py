@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
+from dgro_lib.paths import is_hub_id
+
 __all__ = ["load_model"]
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
-def _is_hub_id(s: str) -> bool:
-    """'Qwen/Qwen2.5-7B-Instruct' or 'gpt2'; anything with more slashes, a leading '.', '/' or '~' is a path."""
-    return bool(_HUB_ID.match(s))
 
 
 def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch.dtype = torch.float32):
@@ -29,7 +24,7 @@ def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch
     from the hub.
     """
     p = Path(path).expanduser()
-    if not p.exists() and (isinstance(path, Path) or not _is_hub_id(str(path))):
+    if not p.exists() and (isinstance(path, Path) or not is_hub_id(str(path))):
         raise FileNotFoundError(f"model path does not exist: {str(path)!r}")
     if p.exists() and not (p / "config.json").exists():
         raise FileNotFoundError(f"not an HF model directory (no config.json): {str(p)!r}")
