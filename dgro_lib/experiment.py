@@ -24,7 +24,7 @@ from .config import ExperimentConfig, check_runnable_here, config_to_dict, expan
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, resolve_model_path
 from .launch import launch_run
-from .manifest import write_json, write_manifest
+from .manifest import finish_manifest, write_json, write_manifest
 from .models import load_model
 from .runstore import config_diff, prepare_run, run_id_for
 from .training import grpo_config, run_training
@@ -109,7 +109,9 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     if failures:
         names = ", ".join(n for n, _ in failures)
         raise RuntimeError(f"{len(failures)} run(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
-    return collect_results(out_dir, base=base, runs=[job[2].name for job in jobs])
+    result = collect_results(out_dir, base=base, runs=[job[2].name for job in jobs])
+    finish_manifest(out_dir / "manifest.json", runs=[job[2].name for job in jobs])
+    return result
 
 
 def collect_results(out_dir: str | Path, *, base: dict | None = None,

@@ -2,22 +2,63 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .paths import REPO
 
-__all__ = ["environment_info", "git_info", "write_json", "write_manifest"]
+__all__ = ["atomic_path", "atomic_write", "environment_info", "finish_manifest", "git_info", "machine_info",
+           "write_json", "write_manifest"]
 
 _PACKAGES = ("dgro_lib", "torch", "transformers", "trl", "accelerate", "datasets", "peft", "tokenizers",
              "papermill", "pandas", "seaborn", "vllm", "math-verify")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, *, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path in ``path``'s folder to write to; on a clean exit it replaces ``path`` (``os.replace``,
+    atomic on one filesystem), on an exception it is removed and ``path`` is left as it was. A process killed
+    while writing leaves the old file (or none) plus at most a hidden ``.<name>.*.tmp`` — never half a file under
+    ``path``. The temp name ends in ``suffix``: writers that infer a format from it (savefig) need it explicitly."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:  # the data is on disk before the rename makes it visible
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the mode a plain open() would
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask is process-wide, changing it later races other threads
+
+
+def atomic_write(path: str | Path, writer: Callable[[Path], Any]) -> Path:
+    """``writer(tmp)`` writes the whole file to ``tmp``; ``path`` then gets it atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        writer(tmp)
+    return Path(path)
 
 
 def git_info(repo: str | Path | None = None) -> dict[str, Any]:
@@ -52,16 +93,71 @@ def environment_info() -> dict[str, Any]:
     }
 
 
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine_info() -> dict[str, Any]:
+    """The machine a result was made on: host, CPU model, torch threads and GPUs (empty without CUDA)."""
+    info: dict[str, Any] = {"hostname": platform.node(), "platform": platform.platform(),
+                            "machine": platform.machine(), "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+                            "torch_threads": None, "cuda": False, "gpus": []}
+    try:
+        import torch
+    except ImportError:
+        return info
+    info["torch_threads"] = torch.get_num_threads()
+    try:
+        if torch.cuda.is_available():
+            info["cuda"] = True
+            info["cuda_version"] = torch.version.cuda
+            info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception as e:  # a broken driver must not stop a run from recording what it can
+        info["gpus_error"] = repr(e)
+    return info
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
 def write_manifest(path: str | Path, *, config: dict, seed: int | None, extra: dict | None = None) -> dict:
     """Write (atomically) and return the manifest of one run or one experiment."""
+    """Write (atomically) and return the manifest of one run or one experiment: git commit and dirty flag, package
+    versions, seed(s), the resolved config, the machine (:func:`machine_info`) and the wall time: ``started`` now;
+    :func:`finish_manifest` adds ``finished`` and ``wall_seconds`` when the run or experiment ends."""
     manifest = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "created": _now(),
         "seed": seed,
         "git": git_info(),
         **environment_info(),
+        "machine": machine_info(),
         "config": config,
+        "wall_time": {"started": _now(), "started_unix": time.time(), "finished": None, "wall_seconds": None},
         **(extra or {}),
     }
+    write_json(path, manifest)
+    return manifest
+
+
+def finish_manifest(path: str | Path, **extra: Any) -> dict:
+    """Record in the manifest at ``path`` that its run or experiment ended now (``wall_time.finished`` and
+    ``wall_seconds`` since ``started``), plus ``extra`` keys; written atomically."""
+    path = Path(path)
+    manifest = json.loads(path.read_text())
+    wall = dict(manifest.get("wall_time") or {})
+    end = time.time()
+    wall["finished"], wall["finished_unix"] = _now(), end
+    if wall.get("started_unix") is not None:
+        wall["wall_seconds"] = end - wall["started_unix"]
+    manifest["wall_time"] = wall
+    manifest.update(extra)
     write_json(path, manifest)
     return manifest
 
@@ -69,8 +165,6 @@ def write_manifest(path: str | Path, *, config: dict, seed: int | None, extra: d
 def write_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as JSON through a temporary file and a rename, so a killed process never leaves half a file
     that a resumed run would take for a result."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=1, default=str)  # serialise first: a non-JSON object leaves nothing behind
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from .manifest import atomic_write
+
 __all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
            "success_rate_histogram"]
 
@@ -21,8 +23,9 @@ def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv, png = stem.with_suffix(".csv"), stem.with_suffix(".png")
-    data.to_csv(csv, index=False)
-    fig.savefig(png, dpi=130, bbox_inches="tight")
+    atomic_write(csv, lambda tmp: data.to_csv(tmp, index=False))
+    # the temp file's suffix is not .png: the format is given explicitly
+    atomic_write(png, lambda tmp: fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight"))
     return csv, png
 
 

@@ -9,11 +9,13 @@ exists; notebooks without params for the profile are listed as skipped, never si
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from .dryrun import dry_run
+from .manifest import atomic_path
 from .paths import NOTEBOOKS, OUTPUTS, PARAMS
 
 __all__ = ["list_notebooks", "run_notebook", "main"]
@@ -25,7 +27,11 @@ def list_notebooks() -> list[str]:
 
 
 def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True) -> Path:
-    """Execute one notebook with papermill; returns the executed notebook's path. Errors propagate."""
+    """Execute one notebook with papermill; returns the executed notebook's path. Errors propagate.
+
+    papermill writes its output notebook cell by cell, so it writes to a temporary file that becomes
+    ``<name>.ipynb`` only when the notebook finished; a notebook that fails is kept as ``<name>.failed.ipynb``
+    (the cells up to the error, for debugging) and an earlier successful ``<name>.ipynb`` is left as it was."""
     import papermill as pm  # an optional dependency (the notebooks extra), needed only to run notebooks
 
     src = NOTEBOOKS / f"{name}.ipynb"
@@ -34,14 +40,22 @@ def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progre
     out_dir = output_root / profile / name
     out_dir.mkdir(parents=True, exist_ok=True)
     executed = out_dir / f"{name}.ipynb"
-    pm.execute_notebook(
-        str(src),
-        str(executed),
-        parameters={"profile": profile, "output_dir": str(out_dir)},
-        cwd=str(NOTEBOOKS),
-        progress_bar=progress,
-        kernel_name="python3",
-    )
+    failed = out_dir / f"{name}.failed.ipynb"
+    with atomic_path(executed, suffix=".tmp.ipynb") as tmp:  # papermill warns on a path not ending in .ipynb
+        try:
+            pm.execute_notebook(
+                str(src),
+                str(tmp),
+                parameters={"profile": profile, "output_dir": str(out_dir)},
+                cwd=str(NOTEBOOKS),
+                progress_bar=progress,
+                kernel_name="python3",
+            )
+        except BaseException:
+            if tmp.exists() and tmp.stat().st_size:
+                os.replace(tmp, failed)  # atomic_path then finds no temp file to remove
+            raise
+    failed.unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
     return executed
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 from .config import ExperimentConfig, config_from_dict, config_to_dict
 from .evaluate import eval_summary, evaluate_under_config
 from .inputs import load_eval_records, load_train_records, puzzle_key
-from .manifest import write_json
+from .manifest import atomic_write, write_json
 from .models import load_model
 
 __all__ = ["run_id_for", "config_diff", "prepare_run", "latest_checkpoint"]
@@ -152,7 +152,8 @@ def _start_extension(cfg: ExperimentConfig, run_dir: Path, extension: dict) -> N
             subset = load_eval_records(cfg)[: t.eval_subset]
             ev = evaluate_under_config(model, tokenizer, subset, cfg)
             rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": len(subset), **eval_summary(ev)}])])
-        rows.sort_values("step").to_csv(heldout_csv, index=False)
+        rows = rows.sort_values("step")
+        atomic_write(heldout_csv, lambda tmp: rows.to_csv(tmp, index=False))
     os.replace(final_path, run_dir / f"final_eval-step{step}.json")
 
 

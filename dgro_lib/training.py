@@ -23,7 +23,7 @@ from .data import kk
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, load_train_records, resolve_model_path
 from .losses import trl_loss_type
-from .manifest import write_json, write_manifest
+from .manifest import atomic_write, finish_manifest, write_json, write_manifest
 from .models import load_model
 from .rewards import kk_reward_func
 from .runstore import latest_checkpoint, prepare_run
@@ -111,11 +111,13 @@ class RunRecorder(TrainerCallback):
 
     def add_heldout(self, row: dict) -> None:
         self.heldout_rows.append(row)
-        pd.DataFrame(self.heldout_rows).to_csv(self.heldout_csv, index=False)
+        rows = pd.DataFrame(self.heldout_rows)
+        atomic_write(self.heldout_csv, lambda tmp: rows.to_csv(tmp, index=False))
 
     def _write_metrics(self) -> None:
         if self.main:
-            pd.DataFrame(self.metrics_rows).to_csv(self.metrics_csv, index=False)
+            rows = pd.DataFrame(self.metrics_rows)
+            atomic_write(self.metrics_csv, lambda tmp: rows.to_csv(tmp, index=False))
 
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
@@ -210,6 +212,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     except NonFiniteError:
         # the run stops at the diverged step: keep the rows logged up to it (a resume drops those past its checkpoint)
         recorder.on_train_end(args, trainer.state, trainer.control)
+        if main:
+            finish_manifest(run_dir / "manifest.json", status="nonfinite", train_seconds=time.time() - t0)
         raise
     train_seconds = time.time() - t0
     if not trainer.accelerator.is_main_process:
@@ -220,4 +224,5 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     recorder.add_heldout({"step": t.max_steps, "subset": len(eval_records), **eval_summary(final)})
     write_json(final_path, {"summary": summary, "correct": list(map(bool, final["correct"])),
                             "protocol": protocol_for_config(cfg, len(final["correct"]))})
+    finish_manifest(run_dir / "manifest.json", train_seconds=train_seconds)
     return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)

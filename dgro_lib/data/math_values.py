@@ -146,6 +146,8 @@ def render_value(value: ExactValue, form: str = "canonical") -> str:
 
 _INT = r"-?\d+"
 _NUM = r"-?\d+(?:\.\d+)?|-?\\d?frac\{-?\d+\}\{\d+\}|-?\d+/\d+"
+#: Largest radicand parse_exact factors (trial division up to 10**5, milliseconds; the generator uses at most 300).
+_MAX_RADICAND = 10**10
 _RE_INT = re.compile(rf"^{_INT}$")
 _RE_DEC = re.compile(r"^-?\d+\.\d+$")
 _RE_SLASH = re.compile(r"^(-?\d+)/(\d+)$")
@@ -158,13 +160,13 @@ def _parse_number(text: str) -> Fraction:
     t = text.strip()
     if _RE_INT.match(t) or _RE_DEC.match(t):
         return Fraction(t)
-    m = _RE_SLASH.match(t)
+    m = _RE_SLASH.match(t) or _RE_FRAC.match(t)
     if m:
-        return Fraction(int(m.group(1)), int(m.group(2)))
-    m = _RE_FRAC.match(t)
-    if m:
-        q = Fraction(int(m.group(2)), int(m.group(3)))
-        return -q if m.group(1) else q
+        *sign, p, q = m.groups()
+        if int(q) == 0:  # Fraction(p, 0) would raise ZeroDivisionError, outside parse_exact's contract
+            raise ValueError(f"zero denominator: {text!r}")
+        v = Fraction(int(p), int(q))
+        return -v if sign and sign[0] else v
     raise ValueError(f"not a number in the generator's grammar: {text!r}")
 
 
@@ -181,14 +183,22 @@ def parse_exact(answer: str) -> ExactValue:
     m = _RE_SURD.match(t)
     if m:
         coeff = int(m.group(1)) if m.group(1) else 1
-        k_m, r = _square_free_split(int(m.group(2)))
+        k = int(m.group(2))
+        if not 1 <= k <= _MAX_RADICAND or coeff < 1:
+            # Trial division is O(sqrt(k)): an unbounded radicand would hang (a 20-digit prime takes hours).
+            raise ValueError(f"answer {answer!r}: a surd needs a coefficient >= 1 and a radicand in "
+                             f"[1, {_MAX_RADICAND}]")
+        k_m, r = _square_free_split(k)
         if r == 1:
             return Fraction(coeff * k_m)
         return Surd(coeff * k_m, r)
     m = _RE_INTERVAL.match(t)
     if m:
-        lo = None if m.group(2) == "-\\infty" else _parse_number(m.group(2))
-        hi = None if m.group(3) == "\\infty" else _parse_number(m.group(3))
+        try:
+            lo = None if m.group(2) == "-\\infty" else _parse_number(m.group(2))
+            hi = None if m.group(3) == "\\infty" else _parse_number(m.group(3))
+        except ValueError as exc:
+            raise ValueError(f"answer {answer!r}: {exc}") from None
         return Interval(lo, hi, m.group(1) == "[", m.group(4) == "]")
     try:
         return _parse_number(t)

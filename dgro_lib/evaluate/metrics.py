@@ -11,6 +11,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from ..manifest import atomic_path
+
 __all__ = ["mcnemar", "paired_improvement_table"]
 
 
@@ -291,10 +293,12 @@ def write_results(table: pd.DataFrame, protocol: dict[str, Any], path: str | Pat
         },
     }
     text = json.dumps(payload, indent=1, allow_nan=False)  # raises early for a non-JSON protocol
-    with csv_path.open("w", encoding="utf-8", newline="") as fh:
-        fh.write("# protocol: " + json.dumps(protocol, allow_nan=False) + "\n")
+    header = "# protocol: " + json.dumps(protocol, allow_nan=False) + "\n"
+    with atomic_path(csv_path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(header)
         table.to_csv(fh)
-    json_path.write_text(text + "\n", encoding="utf-8")
+    with atomic_path(json_path) as tmp:
+        tmp.write_text(text + "\n", encoding="utf-8")
     return csv_path, json_path
 
 

@@ -153,13 +153,13 @@ def extract_boxed(text: str) -> str | None:
     if "\\boxed" not in s:
         return None
     closing = _closing_braces(s)
-    best: str | None = None
+    best: tuple[int, int] | None = None
     for m in _BOXED_OPEN.finditer(s):
         open_at = m.end() - 1
         close_at = closing.get(open_at)
         if close_at is not None:
-            best = s[open_at + 1 : close_at]
-    return best
+            best = (open_at + 1, close_at)  # slice once at the end: slicing every nested box is quadratic
+    return None if best is None else s[best[0] : best[1]]
 
 
 def extract_last_box(text: str) -> str | None:
