@@ -68,6 +68,7 @@ from .divergence import DivergenceGuard, NonFiniteError
 from .logprobs import HiddenStateCapture, chunked_logprobs
 from .losses import (compute_advantages, get_loss, group_stats, loss_batch_statistics, loss_call_kwargs,
                      loss_extra_rollouts, loss_requires, loss_soft_beta, loss_temperatures, trl_loss_type)
+from .manifest import write_json
 from .rollouts import allocate_extra_rows, merge_rollouts
 
 __all__ = ["DGROTrainer", "NonFiniteError", "ROLLOUT_POLICIES", "make_rollout_func"]
@@ -136,6 +137,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         self._rollout_stats: dict[str, float] | None = None  # the loss's batch_stats for the current rollout batch
         self._extra_candidates: list[int] | None = None  # every process's count of qualifying extra rows
         self._global_rewards: torch.Tensor | None = None
+        self._rollout_token_entropy: torch.Tensor | None = None  # (B, C) pi_old entropy estimate of this rollout batch
         self._captured_rewards: torch.Tensor | None = None
         self._init_divergence_guard(skip_nonfinite)
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
@@ -243,8 +245,8 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
-            with open(os.path.join(folder, self.ENTROPY_STATE), "w") as f:
-                json.dump({"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy}, f)
+            write_json(os.path.join(folder, self.ENTROPY_STATE),
+                       {"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy})
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -268,24 +270,13 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
     def _rollout_entropy(self, batch, source: str) -> float:
         """Token-mean entropy of this rollout batch under pi_old over every process's completion tokens (all-reduced
         sums): -log pi of the sampled tokens (``nll``; TRL's ``old_per_token_logps`` when it scored them) or the
-        full-vocabulary entropy (``full``), from a no-grad scoring pass in micro-batches."""
+        full-vocabulary entropy (``full``), from the scoring pass of :meth:`_score_rollouts`."""
         mask = batch["completion_mask"] if batch.get("tool_mask") is None else batch["completion_mask"] * batch["tool_mask"]
         mask = mask.float()
         old = batch.get("old_per_token_logps")
-        if source == "nll" and old is not None:
-            total = -(old.float() * mask).sum()
-        else:
-            input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-            attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-            P, bs, total = batch["prompt_ids"].size(1), self.args.per_device_train_batch_size, torch.zeros(())
-            for s in range(0, input_ids.size(0), bs):
-                lps, ents, _, _ = self._forward_rows(self.model, input_ids[s:s + bs], attention_mask[s:s + bs],
-                                                     batch["completion_ids"][s:s + bs], P, want_temps=False,
-                                                     want_values=False, compute_entropy=source == "full")
-                per_token = -lps if source == "nll" else ents
-                total = total + (per_token.float() * mask[s:s + bs]).sum().cpu()
-        sums = torch.stack([total.to(self.accelerator.device).float(), mask.sum().to(self.accelerator.device)])
-        sums = self.accelerator.reduce(sums, reduction="sum")
+        per_token = -old if source == "nll" and old is not None else self._rollout_token_entropy
+        total = (per_token.float() * mask).sum()
+        sums = self.accelerator.reduce(torch.stack([total, mask.sum()]).to(self.accelerator.device), reduction="sum")
         return float(sums[0] / sums[1].clamp(min=1.0))
 
     def _rollout_batch_stats(self, batch) -> dict[str, float]:
@@ -383,25 +374,46 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         return self.num_iterations > 1 or self.args.steps_per_generation > self.args.gradient_accumulation_steps
 
     @torch.no_grad()
-    def _old_temperature_logps(self, batch) -> torch.Tensor:
-        """(B, C, n_T) log pi_old^T of the completion tokens for every declared T, scored right after generation
-        in micro-batches of ``per_device_train_batch_size`` (an extra forward, only when updates are off-policy)."""
+    def _score_old_policy(self, batch, *, want_temps: bool, entropy_source: str | None):
+        """One no-grad pass of pi_old over the rollout batch, in micro-batches of ``per_device_train_batch_size``, for
+        what the loss needs before the policy moves: (B, C, n_T) log pi_old^T for every declared T (``want_temps``)
+        and/or the (B, C) per-token entropy estimate ``entropy_source`` (``nll``: -log pi of the sampled tokens,
+        ``full``: the full-vocabulary entropy) for rollout-batch statistics. Returns (temps or None, entropy or None)."""
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        P, bs, out = batch["prompt_ids"].size(1), self.args.per_device_train_batch_size, []
+        P, bs, temps, ents = batch["prompt_ids"].size(1), self.args.per_device_train_batch_size, [], []
         for s in range(0, input_ids.size(0), bs):
-            _, _, lps, _ = self._forward_rows(self.model, input_ids[s:s + bs], attention_mask[s:s + bs],
-                                              batch["completion_ids"][s:s + bs], P, want_temps=True,
-                                              want_values=False, compute_entropy=False)
-            out.append(torch.stack([lps[t] for t in self.loss_temperatures], dim=-1))
-        return torch.cat(out)
+            lps, ent, lpt, _ = self._forward_rows(self.model, input_ids[s:s + bs], attention_mask[s:s + bs],
+                                                  batch["completion_ids"][s:s + bs], P, want_temps=want_temps,
+                                                  want_values=False, compute_entropy=entropy_source == "full")
+            if want_temps:
+                temps.append(torch.stack([lpt[t] for t in self.loss_temperatures], dim=-1))
+            if entropy_source is not None:
+                ents.append(-lps if entropy_source == "nll" else ent)
+        return (torch.cat(temps) if want_temps else None), (torch.cat(ents) if entropy_source is not None else None)
+
+    def _old_temperature_logps(self, batch) -> torch.Tensor:
+        """(B, C, n_T) log pi_old^T of the completion tokens for every declared T (see :meth:`_score_old_policy`)."""
+        return self._score_old_policy(batch, want_temps=True, entropy_source=None)[0]
 
     def _score_rollouts(self, inputs, group_offset: int = 0):
         """TRL's generation and scoring plus our raw rewards, true-group advantages and group ids (offset by
         ``group_offset``, so extra rollouts never share an id with the on-policy groups)."""
         output = super()._generate_and_score_completions(inputs)
-        if self.loss_temperatures and self.model.training and self._updates_are_off_policy():
-            output["old_temp_logps"] = self._old_temperature_logps(output)
+        training = self.model.training
+        want_temps = bool(self.loss_temperatures) and training and self._updates_are_off_policy()
+        spec = self.batch_stats_spec
+        # rollout-batch statistics from this batch's entropy (not the previous step's) need pi_old's per-token
+        # estimate, unless TRL already scored -log pi_old of the sampled tokens; one pass serves both needs
+        entropy_source = spec.entropy_source if (training and group_offset == 0 and spec is not None
+                                                 and spec.entropy_from == "rollout") else None
+        if entropy_source == "nll" and output.get("old_per_token_logps") is not None:
+            entropy_source = None
+        if want_temps or entropy_source is not None:
+            temps, self._rollout_token_entropy = self._score_old_policy(output, want_temps=want_temps,
+                                                                        entropy_source=entropy_source)
+            if want_temps:
+                output["old_temp_logps"] = temps
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rewards = self._captured_rewards

@@ -159,12 +159,11 @@ def test_run_notebook_renames_on_success_and_keeps_a_failed_notebook_aside(tmp_p
 
 # Writes that are not run outputs, or not written by us, each with the reason. Keyed by (file, call).
 ALLOWED = {
+    ("trainer.py", "open"): "the rank log: one JSON line appended per step (an append is not a rewrite)",
     ("vllm_server.py", "open"): "the vLLM server's log stream, appended while it runs",
     ("launch.py", "write_text"): "config.yaml handed to `accelerate launch`, rewritten before every launch",
     ("divergence.py", "open"): "a debugging dump beside the torch.save'd tensors, written when a run diverges",
     ("divergence.py", "dump"): "the same debugging dump (json.dump onto that file)",
-    ("trainer.py", "open"): "entropy state inside TRL's checkpoint folder (checkpoints are TRL's own)",
-    ("trainer.py", "dump"): "the same entropy state (json.dump onto that file)",
     ("models/embedded.py", "write_text"): "inside a temporary model folder that is renamed into place whole",
 }
 WRITERS = {"to_csv", "savefig", "write_text", "write_bytes", "to_json", "to_parquet", "dump", "open"}
