@@ -13,7 +13,6 @@ import importlib.util
 import inspect
 import math
 import re
-import sys
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,16 +112,8 @@ def _loss_kwarg_types(name: str) -> dict[str, Any]:
                 out[k] = tp
         return out
     fn = _losses.get_loss(name)
-    namespace = vars(sys.modules[fn.__module__])
-    for p in inspect.signature(fn).parameters.values():
-        ann = p.annotation
-        if isinstance(ann, str):  # postponed annotations (a preset's signature copies its parent's strings)
-            try:
-                ann = eval(ann, namespace)  # noqa: S307 - the loss module's own annotation text
-            except Exception:
-                continue
-        if ann is not p.empty:
-            out[p.name] = ann
+    hints = typing.get_type_hints(fn)  # the presets carry their parent's annotations too
+    out.update({p: hints[p] for p in inspect.signature(fn).parameters if p in hints})
     spec_hints = typing.get_type_hints(_losses.ExtraRollouts)
     for k in loss_params(name):
         if k not in out and _SPEC_FIELD.get(k, k) in spec_hints:

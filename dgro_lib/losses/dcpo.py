@@ -232,6 +232,7 @@ def _j_preset(name: str, weight: str, requires: tuple[str, ...], doc: str) -> Lo
         return dcpo_loss(**kw, combine="additive", weight=weight)
 
     fn.__signature__ = sig  # type: ignore[attr-defined]
+    fn.__annotations__ = {k: v for k, v in dcpo_loss.__annotations__.items() if k in sig.parameters or k == "return"}
     fn.__name__ = fn.__qualname__ = f"{name}_loss"
     fn.__doc__ = doc
     temps = _dcpo_temps if "temp_logps" in requires else None
