@@ -50,9 +50,7 @@ def select_extra_rows(advantages: torch.Tensor, spec: ExtraRollouts, *, high_ent
     """Indices (in order) of the extra rows that enter the batch: advantage > ``min_advantage`` when set, at most
     ``limit`` of them (this process's share from :func:`allocate_extra_rows`); without ``limit``, the cap is
     applied to these rows alone (one process)."""
-    idx = torch.arange(advantages.shape[0], device=advantages.device)
-    if spec.min_advantage is not None:
-        idx = idx[advantages > spec.min_advantage]
+    idx = spec.qualifying(advantages).nonzero().flatten()
     if limit is None:
         limit = allocate_extra_rows([idx.numel()], spec, high_entropy=high_entropy)[0]
     return idx[:int(limit)]

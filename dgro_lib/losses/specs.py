@@ -85,11 +85,15 @@ class ExtraRollouts:
         """How many of ``n_local_prompts`` get extra rollouts."""
         return max(1, min(n_local_prompts, round(self.fraction * n_local_prompts)))
 
-    def candidates(self, advantages: torch.Tensor) -> int:
-        """How many extra rows qualify (advantage > ``min_advantage``; all when it is None), before the row cap."""
+    def qualifying(self, advantages: torch.Tensor) -> torch.Tensor:
+        """(N,) bool: the extra rows that qualify (advantage > ``min_advantage``; all when it is None)."""
         if self.min_advantage is None:
-            return int(advantages.shape[0])
-        return int((advantages > self.min_advantage).sum())
+            return torch.ones_like(advantages, dtype=torch.bool)
+        return advantages > self.min_advantage
+
+    def candidates(self, advantages: torch.Tensor) -> int:
+        """How many extra rows qualify (:meth:`qualifying`), before the row cap."""
+        return int(self.qualifying(advantages).sum())
 
 
 @dataclass(frozen=True)
