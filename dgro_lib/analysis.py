@@ -231,3 +231,103 @@ def base_model_summary(greedy: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFram
         "frac_all_right": s.apply(lambda r: float((r == 1).mean())),
     }).reset_index()
     return greedy.merge(sampled, on="people")
+
+
+# ---------------------------------------------------------------------------------------------
+# the RL map of the miniature (notebooks/01_miniature_map)
+# ---------------------------------------------------------------------------------------------
+
+
+def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """A short label per row from its sweep-point columns: ``learning_rate=3e-05, temperature=1.0``; the keys of a
+    joined sweep axis (``a|b``) may be given joined."""
+    cols = [k for key in keys for k in key.split("|")]
+    return df.apply(lambda r: ", ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols), axis=1)
+
+
+def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: int = 10) -> pd.DataFrame:
+    """One row per sweep point of an RL map, pooled over seeds: greedy accuracy (pooled McNemar z vs the base),
+    sampled accuracy (avg@k; paired z on the seed-averaged per-puzzle differences), and from training: the sampled
+    training accuracy over the first and last ``window`` steps, the mean fraction of zero-variance groups, the last
+    entropy and the mean training time.
+
+    ``result`` is :class:`~dgro_lib.experiment.ExperimentResult`; ``sampled`` is
+    :func:`~dgro_lib.experiment.evaluate_runs` under the sampled protocol (its ``run == "base"`` rows are the base
+    models). A sweep that changes the base model compares each run with its own base.
+    """
+    from .evaluate import paired_fraction_table, paired_improvement_table
+
+    finals = result.finals.assign(point=point_labels(result.finals, keys))
+    if "base_model" not in finals:
+        finals["base_model"] = next(iter(result.bases), "base")
+    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
+    runs = sampled[sampled["run"] != "base"].merge(finals[["run", "point"]], on="run")
+    greedy, samp = [], []
+    for ident, group in finals.groupby("base_model", sort=False):  # each run against its own base model
+        greedy.append(paired_improvement_table(group, bases[ident]["correct"], by="point"))
+        base_fraction = sampled.loc[(sampled["run"] == "base") & (sampled["base_model"] == ident), "correct"].iloc[0]
+        samp.append(paired_fraction_table(runs[runs["base_model"] == ident], base_fraction, by="point"))
+    greedy, samp = pd.concat(greedy), pd.concat(samp)
+    greedy = greedy[greedy["seed"] == "pooled"].set_index("point")
+    samp = samp[samp["seed"] == "pooled"].set_index("point")
+    m = result.metrics.merge(finals[["run", "point"]], on="run")
+    train = m.groupby("point").apply(lambda g: pd.Series({
+        "train_acc_first": g[g["step"] <= window]["kk_outcome/correct"].mean(),
+        "train_acc_last": g[g["step"] > g["step"].max() - window]["kk_outcome/correct"].mean(),
+        "frac_zero_std": g["frac_reward_zero_std"].mean(),
+        "entropy_last": g[g["step"] > g["step"].max() - window]["entropy"].mean()}), include_groups=False)
+    table = pd.DataFrame({
+        "base_model": finals.groupby("point")["base_model"].first(),
+        "seeds": finals.groupby("point").size(),
+        "greedy_base": greedy["acc_before"], "greedy_after": greedy["acc_after"],
+        "greedy_delta_points": greedy["delta_points"], "greedy_z": greedy["z"],
+        "sampled_base": samp["acc_before"], "sampled_after": samp["acc_after"],
+        "sampled_delta_points": samp["delta_points"], "sampled_z": samp["z"],
+        "train_minutes": finals.groupby("point")["train_seconds"].mean() / 60,
+    }).join(train)
+    order = list(dict.fromkeys(point_labels(pd.DataFrame(_points_in_order(result)), keys)))
+    return table.reindex(order).rename_axis("point").reset_index()
+
+
+def _points_in_order(result) -> list[dict]:
+    """The sweep points in the order the params list them (runs.csv keeps it)."""
+    listing = pd.read_csv(result.out_dir / "runs.csv")
+    return [json.loads(p) for p in dict.fromkeys(listing["sweep_point"])]
+
+
+# ---------------------------------------------------------------------------------------------
+# the claims each notebook writes (dgro_lib.claims compares them with the reference results)
+# ---------------------------------------------------------------------------------------------
+
+
+def base_model_claims(summary: pd.DataFrame) -> list[dict]:
+    """Greedy accuracy per people count, with its binomial standard error as the spread."""
+    return [{"claim": f"{int(r.people)} people: greedy accuracy", "value": r.greedy_accuracy,
+             "spread": math.sqrt(max(r.greedy_accuracy * (1 - r.greedy_accuracy), 1e-12) / max(r.n, 1))}
+            for r in summary.itertuples()]
+
+
+def fig1_claims(verdict: RewardRangeVerdict) -> list[dict]:
+    """Per scheme: the final accuracy (spread: its seed s.d.) and the pooled gain over the base in points (spread:
+    the gain / z, its standard error); the high - low gap (spread: the largest seed s.d.)."""
+    by = verdict.per_scheme.columns[0]
+    rows = []
+    for _, r in verdict.per_scheme.iterrows():
+        rows.append({"claim": f"{r[by]}: final accuracy", "value": r["final_mean"], "spread": r["final_std"]})
+        rows.append({"claim": f"{r[by]}: gain over base (points)", "value": r["delta_points"],
+                     "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan})
+    if verdict.gap_points is not None:
+        rows.append({"claim": f"{verdict.high} - {verdict.low} (points)", "value": verdict.gap_points,
+                     "spread": verdict.noise_points})
+    return rows
+
+
+def rl_map_claims(table: pd.DataFrame) -> list[dict]:
+    """Per map point: the greedy and the sampled change in points (spread: change / z, its standard error)."""
+    rows = []
+    for _, r in table.iterrows():
+        for metric in ("greedy", "sampled"):
+            d, z = r[f"{metric}_delta_points"], r[f"{metric}_z"]
+            rows.append({"claim": f"{r['point']}: {metric} change (points)", "value": d,
+                         "spread": abs(d / z) if z else math.nan})
+    return rows

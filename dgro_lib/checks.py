@@ -257,6 +257,11 @@ def _validate_data_values(cfg: ExperimentConfig) -> None:
     templates = _kk.PROMPT_TEMPLATES if d.task == "kk" else _math_data.PROMPT_TEMPLATES
     if d.template not in templates:
         raise ConfigError(f"data.template: {d.template!r} is not one of {', '.join(templates)}")
+    if d.name_order not in _kk.NAME_ORDERS:
+        raise ConfigError(f"data.name_order: {d.name_order!r} is not one of {', '.join(_kk.NAME_ORDERS)}")
+    if d.name_order != "random" and d.source != "generated":
+        raise ConfigError(f"data.name_order: {d.name_order!r} renames the generator's puzzles; data.source "
+                          f"{d.source!r} keeps the data set's own names (use 'random')")
     if d.source != "official" and d.official_dir is not None:
         raise ConfigError(f"data.official_dir: {d.official_dir!r} is set, but data.source is {d.source!r} (only "
                           "'official' reads it)")
@@ -307,6 +312,12 @@ def _validate_model_values(cfg: ExperimentConfig) -> None:
         if m.embedded_preset not in EMBEDDED_PRESETS:
             raise ConfigError(f"model.embedded_preset: {m.embedded_preset!r} is not one of "
                               f"{', '.join(sorted(EMBEDDED_PRESETS))}")
+        preset = EMBEDDED_PRESETS[m.embedded_preset]
+        # a model warmed up on one surface and trained or evaluated on another is measured off its distribution
+        for key in ("name_order", "template"):
+            if getattr(cfg.data, key) != getattr(preset, key):
+                raise ConfigError(f"data.{key}: {getattr(cfg.data, key)!r}, but model.embedded_preset "
+                                  f"{m.embedded_preset!r} was warmed up with {key} {getattr(preset, key)!r}")
     else:
         p = Path(m.path).expanduser()
         if p.exists():

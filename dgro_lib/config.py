@@ -88,8 +88,11 @@ class DataConfig:
     math_eval: list[str] = field(default_factory=list)
     """Evaluation benchmarks of ``task: math`` (math500, aime24, aime25, amc23, minerva, olympiadbench, gsm8k, ...)."""
     template: str = "plain"
-    """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``qwen`` for
-    chat checkpoints)."""
+    """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``formal`` for
+    the embedded miniature, ``qwen`` for chat checkpoints)."""
+    name_order: str = "random"
+    """How generated puzzles name their people: ``random`` (as the official data) or ``positional`` (person k is
+    always the k-th name; the embedded miniature's simplification). Must match the embedded preset's."""
 
 
 @dataclass

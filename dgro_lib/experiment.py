@@ -9,29 +9,33 @@ pool over the sweep, and the results read back into DataFrames.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
 import json
 import multiprocessing as mp
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
+from filelock import FileLock
+from tqdm.auto import tqdm
 
-from .config import ExperimentConfig, check_runnable_here, config_to_dict, expand_sweep, uses_reference_model
+from .config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
+                     uses_reference_model)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
-from .inputs import load_eval_records, resolve_model_path
+from .inputs import load_eval_records, puzzle_key, resolve_model_path
 from .launch import launch_run
-from .manifest import finish_manifest, write_json, write_manifest
+from .manifest import atomic_write, finish_manifest, write_json, write_manifest
 from .models import load_model
-from .runstore import config_diff, prepare_run, run_id_for
+from .runstore import config_diff, latest_checkpoint, prepare_run, run_id_for, run_key
 from .training import grpo_config, run_training
 
 # run_training, prepare_run, config_diff, run_id_for, grpo_config, uses_reference_model, resolve_model_path and
 # load_eval_records are re-exported: notebooks and tests import them from here.
-__all__ = ["run_experiment", "collect_results", "ExperimentResult", "run_training", "prepare_run", "config_diff",
+__all__ = ["run_experiment", "collect_results", "evaluate_runs", "evaluate_base_candidates", "ExperimentResult", "run_training", "prepare_run", "config_diff",
            "run_id_for", "grpo_config", "uses_reference_model", "resolve_model_path", "load_eval_records"]
 
 
@@ -44,14 +48,36 @@ class ExperimentResult:
     finals: pd.DataFrame
     base: dict[str, Any]
     out_dir: Path
+    bases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every base model's evaluation by its identity (the ``base_model`` column of ``finals``): more than one when
+    the sweep changes the base model."""
 
 
-def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
-    """Evaluate the base model once per experiment (every run starts from it)."""
+def base_eval_key(model_path: str, protocol: dict, records: list[dict]) -> str:
+    """12 hex digits naming a base-model evaluation in the run store: the model, the protocol and the puzzles."""
+    payload = {"model": model_path, "protocol": protocol, "puzzles": [list(map(str, puzzle_key(r))) for r in records]}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, *, copy: bool = True
+               ) -> dict[str, Any]:
+    """Evaluate the base model once (every run starts from it): ``store/base/<key>.json`` is reused by every
+    experiment that evaluates the same model under the same protocol on the same puzzles; ``out_dir/base_eval.json``
+    is this experiment's copy (unless ``copy`` is false: the base of a sweep point that changes the model)."""
     path = out_dir / "base_eval.json"
     model_path = resolve_model_path(cfg)
     records = load_eval_records(cfg)
     protocol = json.loads(json.dumps(protocol_for_config(cfg, len(records))))
+    if store is not None:
+        stored = store / "base" / f"{base_eval_key(_model_identity(cfg, model_path), protocol, records)}.json"
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(stored) + ".lock"):  # experiments sharing the store evaluate the base once
+            if not stored.exists():
+                write_json(stored, _evaluate_base(cfg, model_path, records, protocol))
+        base = json.loads(stored.read_text())
+        if copy:
+            write_json(path, base)
+        return base
     if path.exists():
         base = json.loads(path.read_text())
         if base["protocol"] == protocol and base.get("model_path", model_path) == model_path:
@@ -64,40 +90,77 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         print(f"{path}: made under other settings {changed}; kept as {kept.name}, evaluating the base model again",
               flush=True)
         os.replace(path, kept)
+    write_json(path, _evaluate_base(cfg, model_path, records, protocol))
+    return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
+
+
+def _evaluate_base(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
     torch.set_num_threads(cfg.train.threads)
     model, tokenizer = load_model(model_path)
     ev = evaluate_under_config(model, tokenizer, records, cfg)
-    base = {"summary": eval_summary(ev), "correct": list(map(bool, ev["correct"])), "protocol": protocol,
+    return {"summary": eval_summary(ev), "correct": list(map(bool, ev["correct"])), "protocol": protocol,
             "model_path": model_path}
-    write_json(path, base)
-    return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
+
+
+def _model_identity(cfg: ExperimentConfig, model_path: str) -> str:
+    """What names the base model in a store key: the embedded cache folder's name (arch + recipe hash), or the
+    path / hub id as given."""
+    return Path(model_path).name if cfg.model.path == "embedded" else model_path
 
 
 def _worker(args: tuple) -> dict:
     cfg, seed, run_dir, point = args
     os.environ.setdefault("OMP_NUM_THREADS", str(cfg.train.threads))
-    return launch_run(cfg, seed, run_dir, point=point)
+    # two experiments that share the store may ask for the same run at once: the second waits, then reuses it
+    with FileLock(str(run_dir) + ".lock"):
+        return launch_run(cfg, seed, run_dir, point=point)
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None) -> ExperimentResult:
-    """Run every (sweep point x seed) of ``cfg`` into ``out_dir`` (runs already finished are reused).
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None,
+                   store: str | Path | None = None) -> ExperimentResult:
+    """Run every (sweep point x seed) of ``cfg`` (runs already finished are reused); results under ``out_dir``.
 
-    The base model is built and evaluated first in this process, so parallel workers only read it.
+    Runs live in the run store ``store/<run_key>`` (default ``out_dir/runs``; the notebooks share
+    ``outputs/<profile>/runs``): a run is named by what it computes (:func:`~dgro_lib.runstore.run_key`), so every
+    experiment that asks for the same configuration and seed gets the same run, trained once. ``out_dir/runs.csv``
+    lists the runs this experiment used (its label for each, the sweep point, the seed, the store folder). The base
+    model is built and evaluated first in this process, so parallel workers only read it.
     """
     check_runnable_here(cfg)  # a GPU setting on a CPU machine: a ConfigError naming the key, not a CUDA traceback
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None)
-    base = _base_eval(cfg, out_dir)
-    jobs = [
-        (concrete, seed, out_dir / "runs" / run_id_for(point, seed), point)
-        for point, seed, concrete in expand_sweep(cfg)
-    ]
+    store = Path(store) if store is not None else out_dir / "runs"
+    write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None, extra={"run_store": str(store)})
+    base = _base_eval(cfg, out_dir, store)
+    jobs = [(concrete, seed, store / run_key(concrete, seed), point) for point, seed, concrete in expand_sweep(cfg)]
+    # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base
+    base_of, bases = {}, {_model_identity(cfg, resolve_model_path(cfg)): base}
+    for concrete, seed, run_dir, _ in jobs:
+        ident = _model_identity(concrete, resolve_model_path(concrete))
+        if ident not in bases:
+            bases[ident] = _base_eval(concrete, out_dir, store, copy=False)
+        base_of[run_dir] = ident
+    write_json(out_dir / "bases.json", bases)
+    listing = pd.DataFrame([{"run": run_id_for(point, seed), "seed": seed, "key": run_dir.name,
+                             "path": os.path.relpath(run_dir, out_dir), "sweep_point": json.dumps(point),
+                             "base_model": base_of[run_dir]} for _, seed, run_dir, point in jobs])
+    if listing["run"].duplicated().any():  # two sweep points with one label would overwrite each other's rows
+        raise ValueError(f"sweep: points with the same label {listing['run'][listing['run'].duplicated()].tolist()}")
+    atomic_write(out_dir / "runs.csv", lambda tmp: listing.to_csv(tmp, index=False))
     workers = workers or cfg.workers
     failures = []
+    t0, finished = time.time(), 0
+
+    def report(job, summary) -> None:  # one progress line per run, in the order they finish
+        nonlocal finished
+        finished += 1
+        acc = f"held-out accuracy {summary['accuracy']:.4f}" if summary else "failed"
+        print(f"[experiment] run {finished}/{len(jobs)} {run_id_for(job[3], job[1])} ({job[2].name}): {acc}, "
+              f"{(time.time() - t0) / 60:.1f} min since start", flush=True)
+
     if workers <= 1:
         for job in jobs:
-            _worker(job)
+            report(job, _worker(job))
     else:
         ctx = mp.get_context("spawn")  # fork after torch initialised its thread pools can deadlock
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -106,26 +169,33 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
                 exc = fut.exception()
                 if exc is not None:
                     failures.append((futures[fut][2].name, exc))
+                report(futures[fut], None if exc is not None else fut.result())
     if failures:
         names = ", ".join(n for n, _ in failures)
         raise RuntimeError(f"{len(failures)} run(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
-    result = collect_results(out_dir, base=base, runs=[job[2].name for job in jobs])
-    finish_manifest(out_dir / "manifest.json", runs=[job[2].name for job in jobs])
+    result = collect_results(out_dir, base=base)
+    finish_manifest(out_dir / "manifest.json", runs=listing[["run", "key"]].to_dict("records"))
     return result
 
 
 def collect_results(out_dir: str | Path, *, base: dict | None = None,
                     runs: list[str] | None = None) -> ExperimentResult:
-    """Read the runs' CSV/JSON under ``out_dir/runs`` into three DataFrames: the runs named in ``runs`` (what
-    :func:`run_experiment` passes: the current sweep, so a folder left by an earlier sweep is not plotted), or
-    every run folder when None."""
+    """Read the runs listed in ``out_dir/runs.csv`` (the current sweep, so a run left by an earlier sweep is not
+    plotted) into three DataFrames, tagged with this experiment's label, seed and sweep point; ``runs`` narrows the
+    listing to those labels."""
     out_dir = Path(out_dir)
     base = base if base is not None else json.loads((out_dir / "base_eval.json").read_text())
+    listing = pd.read_csv(out_dir / "runs.csv", dtype={"key": str})
+    if runs is not None:
+        unknown = sorted(set(runs) - set(listing["run"]))
+        if unknown:
+            raise ValueError(f"runs {unknown} are not in {out_dir / 'runs.csv'} (listed: {listing['run'].tolist()})")
+        listing = listing[listing["run"].isin(runs)]
     metrics, heldout, finals = [], [], []
-    folders = sorted((out_dir / "runs").glob("*")) if runs is None else [out_dir / "runs" / r for r in sorted(runs)]
-    for run in folders:
-        manifest = json.loads((run / "manifest.json").read_text())
-        tags = {"run": run.name, "seed": manifest["seed"], **manifest.get("sweep_point", {})}
+    for row in listing.sort_values("run").itertuples():
+        run = out_dir / row.path
+        tags = {"run": row.run, "seed": int(row.seed), "key": row.key, **json.loads(row.sweep_point),
+                **({"base_model": row.base_model} if "base_model" in listing else {})}
         if (run / "metrics.csv").exists():
             metrics.append(pd.read_csv(run / "metrics.csv").assign(**tags))
         if (run / "heldout.csv").exists():
@@ -139,4 +209,91 @@ def collect_results(out_dir: str | Path, *, base: dict | None = None,
         finals=pd.DataFrame(finals),
         base=base,
         out_dir=out_dir,
+        bases=json.loads((out_dir / "bases.json").read_text()) if (out_dir / "bases.json").exists() else {},
     )
+
+
+def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[dict], protocol: dict,
+                       path: Path) -> dict:
+    """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already;
+    ``correct`` is per puzzle the fraction of correct samples (a bool when greedy, as :func:`_base_eval` stores it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
+        if not path.exists():
+            model, tokenizer = load_model(model_path)
+            ev = evaluate_under_config(model, tokenizer, records, ecfg)
+            n = ecfg.eval.n_samples if ecfg.eval.temperature > 0 else 1
+            fraction = [c / n for c in ev["n_correct"]] if "n_correct" in ev else list(map(bool, ev["correct"]))
+            write_json(path, {"summary": eval_summary(ev), "correct": fraction, "protocol": protocol,
+                              "model_path": str(model_path)})
+    return json.loads(path.read_text())
+
+
+def _eval_setup(cfg: ExperimentConfig, eval_overrides: dict[str, Any], n_puzzles: int | None = None):
+    ecfg = apply_overrides(cfg, {f"eval.{k}": v for k, v in eval_overrides.items()} | {"sweep": {}},
+                           source="eval_overrides")
+    records = load_eval_records(ecfg)[:n_puzzles]
+    return ecfg, records, json.loads(json.dumps(protocol_for_config(ecfg, len(records))))
+
+
+def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: str | Path,
+                             eval_overrides: dict[str, Any], *, n_puzzles: int | None = None) -> pd.DataFrame:
+    """Greedy (``cfg.eval``) and sampled (``eval_overrides``) accuracy of several embedded base models on the first
+    ``n_puzzles`` held-out puzzles, plus the fraction of puzzles whose samples are all right or all wrong (the
+    zero-variance groups GRPO-style losses learn nothing from). Stored in ``store/base`` and computed once."""
+    rows = []
+    torch.set_num_threads(cfg.train.threads)
+    for preset in presets:
+        c = apply_overrides(cfg, {"model.embedded_preset": preset, "sweep": {}}, source=f"base candidate {preset}")
+        model_path = resolve_model_path(c)
+        out = {"preset": preset, "model": Path(model_path).name}
+        for name, overrides in (("greedy", {}), ("sampled", eval_overrides)):
+            ecfg, records, protocol = _eval_setup(c, overrides, n_puzzles)
+            key = base_eval_key(_model_identity(ecfg, model_path), protocol, records)
+            saved = _stored_evaluation(model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json")
+            out[f"{name}_accuracy"] = saved["summary"]["accuracy"]
+            if name == "sampled":
+                out["zero_variance_fraction"] = sum(f in (0.0, 1.0) for f in saved["correct"]) / len(saved["correct"])
+                out["samples_per_puzzle"] = ecfg.eval.n_samples
+        out["puzzles"] = len(records)
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_overrides: dict[str, Any]) -> pd.DataFrame:
+    """A second evaluation protocol for every run of ``result`` (its last checkpoint) and for its base model, on the
+    same held-out puzzles: the run's ``eval`` section with ``eval_overrides`` applied (e.g. ``{"temperature": 1.0,
+    "n_samples": 4}`` for sampled avg@4 beside the greedy final evaluation). Each evaluation is stored beside what it
+    evaluates (``<run>/evals/<key>.json``, ``<store>/base/<key>.json``), so it is computed once.
+
+    Returns one row per run and one per base model (``run == "base"``), each with ``base_model`` (the base's
+    identity), the summary and ``correct`` (per puzzle, the fraction of correct samples).
+    """
+    listing = pd.read_csv(result.out_dir / "runs.csv", dtype={"key": str})
+    store = Path(json.loads((result.out_dir / "manifest.json").read_text()).get("run_store", result.out_dir / "runs"))
+    targets, seen_bases = [], set()
+    for row in listing.itertuples():
+        point = json.loads(row.sweep_point)
+        concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
+        ecfg, records, protocol = _eval_setup(concrete, eval_overrides)
+        base_path = resolve_model_path(ecfg)
+        ident = _model_identity(ecfg, base_path)
+        if ident not in seen_bases:
+            seen_bases.add(ident)
+            key = base_eval_key(ident, protocol, records)
+            targets.append(("base", base_path, store / "base" / f"{key}.json", ecfg, records, protocol,
+                            {"base_model": ident}))
+        run = result.out_dir / row.path
+        ckpt = latest_checkpoint(run / "trainer")
+        steps = concrete.train.max_steps
+        if ckpt is None or not (run / "final_eval.json").exists() or not ckpt.endswith(f"checkpoint-{steps}"):
+            raise FileNotFoundError(f"{run}: run {row.run} has no checkpoint at its last step {steps} to evaluate")
+        key = base_eval_key(Path(ckpt).name, protocol, records)
+        targets.append((row.run, ckpt, run / "evals" / f"{key}.json", ecfg, records, protocol,
+                        {"seed": int(row.seed), "base_model": ident, **point}))
+    rows = []
+    torch.set_num_threads(cfg.train.threads)
+    for name, model_path, path, ecfg, records, protocol, tags in tqdm(targets, desc="evaluations", mininterval=5):
+        saved = _stored_evaluation(model_path, ecfg, records, protocol, path)
+        rows.append({"run": name, **tags, **saved["summary"], "correct": saved["correct"]})
+    return pd.DataFrame(rows)

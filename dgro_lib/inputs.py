@@ -35,7 +35,7 @@ def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
     out: list[dict] = []
     for p in people:
         if d.source == "generated":
-            out += kk.generate(p, n, seed=seed * 100 + p)
+            out += kk.generate(p, n, seed=seed * 100 + p, name_order=d.name_order)
         elif d.source == "official":
             if d.official_dir is None:
                 raise ValueError("data.official_dir: required when data.source is 'official'")

@@ -15,7 +15,7 @@ import seaborn as sns
 from .manifest import atomic_write
 
 __all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
-           "success_rate_histogram"]
+           "success_rate_histogram", "rl_map_figure"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
@@ -138,3 +138,22 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
 
 def _mean(flags) -> float:
     return float(sum(map(bool, flags)) / len(flags)) if len(flags) else float("nan")
+
+
+def rl_map_figure(table: pd.DataFrame, *, title: str) -> plt.Figure:
+    """The RL map (:func:`dgro_lib.analysis.rl_map_table`): change in greedy and in sampled held-out accuracy per
+    point (percentage points vs the base), each bar labelled with its pooled z."""
+    long = pd.concat([
+        pd.DataFrame({"point": table["point"], "metric": metric, "delta_points": table[f"{metric}_delta_points"],
+                      "z": table[f"{metric}_z"]}) for metric in ("greedy", "sampled")], ignore_index=True)
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(table) + 1.8))
+    sns.barplot(long, y="point", x="delta_points", hue="metric", ax=ax, orient="h")
+    for container, metric in zip(ax.containers, ("greedy", "sampled")):
+        zs = long[long["metric"] == metric]["z"].tolist()
+        ax.bar_label(container, labels=[f"z={z:+.1f}" for z in zs], fontsize=8, padding=3)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("held-out accuracy change vs the base (points)")
+    ax.set_ylabel("")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -2,7 +2,9 @@
 
 Each notebook ``notebooks/<name>.ipynb`` runs with the papermill parameters ``profile`` and ``output_dir``
 into ``outputs/<profile>/<name>/``, where it leaves the executed notebook, its CSVs, its figures (PNG
-beside the CSV they were drawn from) and a manifest. A notebook runs only if ``params/<profile>/<name>.yaml``
+beside the CSV they were drawn from), a manifest and ``claims.csv`` (its headline numbers). Before it starts it prints
+the plan (runs, steps left, estimated minutes: :mod:`dgro_lib.estimate`); after each notebook it prints its claims
+beside the reference results committed under ``reference/<profile>/<notebook>/`` (:mod:`dgro_lib.claims`). A notebook runs only if ``params/<profile>/<name>.yaml``
 exists; notebooks without params for the profile are listed as skipped, never silently dropped.
 """
 
@@ -14,7 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+from .claims import REFERENCE, compare_claims, format_comparison, save_reference
 from .dryrun import dry_run
+from .estimate import format_plan, plan_profile
 from .manifest import atomic_path
 from .paths import NOTEBOOKS, OUTPUTS, PARAMS
 
@@ -67,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="validate every params file of the profile (config, architecture, batch arithmetic, "
                              "estimated GPU memory per rank) without running anything")
+    parser.add_argument("--save-reference", action="store_true",
+                        help="after each notebook, copy its small outputs to reference/<profile>/<notebook>/ (the "
+                             "repository's reference results) instead of comparing with them")
     args = parser.parse_args(argv)
     if args.dry_run:
         try:
@@ -94,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for n in skipped:
         print(f"[reproduce] skip {n}: no params/{args.profile}/{n}.yaml", flush=True)
+    print(format_plan(plan_profile(args.profile, runnable, OUTPUTS), args.profile), flush=True)
     timings = {}
     for n in runnable:
         print(f"[reproduce] {n} (profile {args.profile})", flush=True)
@@ -101,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         executed = run_notebook(n, args.profile)
         timings[n] = time.time() - t0
         print(f"[reproduce] {n}: {timings[n] / 60:.1f} min -> {executed.parent}", flush=True)
+        reference = REFERENCE / args.profile / n
+        if args.save_reference:
+            copied = save_reference(executed.parent, reference)
+            print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}", flush=True)
+        elif (reference / "claims.csv").is_file() and (executed.parent / "claims.csv").is_file():
+            print(format_comparison(compare_claims(executed.parent, reference), n), flush=True)
     total = sum(timings.values())
     print(f"[reproduce] profile {args.profile}: {len(timings)} notebook(s) in {total / 60:.1f} min", flush=True)
     return 0

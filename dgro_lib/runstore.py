@@ -18,6 +18,7 @@ A folder is reused or resumed only for the params it was made with (:func:`prepa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from .inputs import load_eval_records, load_train_records, puzzle_key
 from .manifest import atomic_write, write_json
 from .models import load_model
 
-__all__ = ["run_id_for", "config_diff", "prepare_run", "latest_checkpoint"]
+__all__ = ["run_id_for", "run_key", "config_diff", "prepare_run", "latest_checkpoint"]
 
 
 def run_id_for(point: dict[str, Any], seed: int) -> str:
@@ -45,6 +46,29 @@ def run_id_for(point: dict[str, Any], seed: int) -> str:
     return "-".join(parts + [f"seed{seed}"])
 
 
+def run_key(cfg: ExperimentConfig, seed: int) -> str:
+    """12 hex digits that identify what a run computes: sha256 over every run-relevant field of ``cfg`` that differs
+    from its default, the seed, and (for the embedded model) the hash of the preset's warm-up recipe.
+
+    The shared run store (``outputs/<profile>/runs/<key>``) names runs by it, so two notebooks that ask for the same
+    run train it once, and any change to what a run computes makes a new one. Left out: what describes the experiment
+    around the run (name, seeds, sweep, extra, ...) and what only changes speed (``train.forward_chunk_rows``); and
+    ``train.max_steps`` under a ``constant`` lr schedule, because such a run is extended in place to more steps (its
+    first steps are the shorter run, see :func:`prepare_run`). Fields at their default value are left out, so adding
+    a config field keeps the keys of the runs already made.
+    """
+    from .models.embedded import EMBEDDED_PRESETS, config_hash  # torch/transformers: only when a key is asked for
+
+    d = json.loads(json.dumps({k: v for k, v in config_to_dict(cfg).items() if k not in _NOT_RUN_FIELDS}))
+    default = _flatten(json.loads(json.dumps(config_to_dict(ExperimentConfig(name="")))))
+    skip = set(_SPEED_FIELDS) | ({"train.max_steps"} if cfg.train.lr_scheduler_type == "constant" else set())
+    fields = {k: v for k, v in _flatten(d).items() if k not in skip and v != default.get(k, object())}
+    payload: dict[str, Any] = {"config": fields, "seed": seed}
+    if cfg.model.path == "embedded" and cfg.model.embedded_preset in EMBEDDED_PRESETS:
+        payload["embedded"] = config_hash(EMBEDDED_PRESETS[cfg.model.embedded_preset])
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def latest_checkpoint(trainer_dir: Path) -> str | None:
     """The last ``checkpoint-<step>`` folder under ``trainer_dir`` (None when there is none)."""
     ckpts = sorted(trainer_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
@@ -52,7 +76,7 @@ def latest_checkpoint(trainer_dir: Path) -> str | None:
 
 
 # Config fields that do not change what a run computes (they describe the experiment around it).
-_NOT_RUN_FIELDS = ("description", "seeds", "workers", "sweep", "extra")
+_NOT_RUN_FIELDS = ("name", "description", "seeds", "workers", "sweep", "extra")
 # Fields that change only how fast a run computes (and the floating-point rounding), not what it computes.
 _SPEED_FIELDS = ("train.forward_chunk_rows",)
 # The only differences with which an existing run is continued instead of refused (see _prior_run).

@@ -34,7 +34,8 @@ output_dir = None  # default: ../outputs/<profile>/00_base_model
 import json
 from pathlib import Path
 
-from dgro_lib.analysis import base_model_info, base_model_summary
+from dgro_lib.analysis import base_model_claims, base_model_info, base_model_summary
+from dgro_lib.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate.accuracy import greedy_accuracy_by_people, sampled_success_by_people
 from dgro_lib.inputs import load_eval_records, resolve_model_path
@@ -69,6 +70,7 @@ rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=cfg.ex
                                   samples=cfg.extra["samples_per_prompt"])
 summary = base_model_summary(greedy, rates)
 summary.to_csv(out / "base_model_accuracy.csv", index=False)
+write_claims(out, base_model_claims(summary))  # what `make reproduce` compares with the reference results
 fig = success_rate_histogram(rates, samples_per_prompt=cfg.extra["samples_per_prompt"])
 save_figure(fig, rates, out / "base_model_success_rates")
 summary.round(3)

@@ -40,7 +40,8 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.analysis import adam_scale_check, reward_range_verdict
+from dgro_lib.analysis import adam_scale_check, fig1_claims, reward_range_verdict
+from dgro_lib.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.experiment import run_experiment
@@ -57,7 +58,7 @@ print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta
       f"G={t.num_generations}, {t.prompts_per_step} prompts/step, {t.max_steps} steps")
 
 # %%
-result = run_experiment(cfg, out, workers=workers)
+result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs")  # the profile's shared run store
 base = result.base["summary"]
 print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles")
 
@@ -108,5 +109,6 @@ scale.round(5)
 
 # %%
 verdict = reward_range_verdict(table, result.finals, by="reward.scheme", low="[-1,1]", high="[-5,5]")
+write_claims(out, fig1_claims(verdict))  # what `make reproduce` compares with the reference results
 print(verdict)
 verdict.per_scheme.round(4)

@@ -217,12 +217,52 @@ def test_math_task_is_refused_by_the_runner_with_the_field_named(tmp_path):
 def test_collect_results_reads_only_the_runs_of_the_current_sweep(tmp_path):
     from dgro_lib.experiment import collect_results
 
-    for name, seed in (("scheme_m1_1-seed0", 0), ("scheme_m2_2-seed0", 0)):  # the second: left by an older sweep
-        run = tmp_path / "runs" / name
+    for name, key in (("scheme_m1_1-seed0", "aaa"), ("scheme_m2_2-seed0", "bbb")):  # the second: an older sweep's
+        run = tmp_path / "store" / key
         run.mkdir(parents=True)
-        (run / "manifest.json").write_text(json.dumps({"seed": seed, "sweep_point": {"reward.scheme": name[7:11]}}))
+        (run / "manifest.json").write_text(json.dumps({"seed": 0}))
         (run / "final_eval.json").write_text(json.dumps({"summary": {"accuracy": 0.5}, "correct": [True, False]}))
+    pd.DataFrame([{"run": "scheme_m1_1-seed0", "seed": 0, "key": "aaa", "path": "store/aaa",
+                   "sweep_point": json.dumps({"reward.scheme": "[-1,1]"})}]).to_csv(tmp_path / "runs.csv", index=False)
     base = {"summary": {"accuracy": 0.5}, "correct": [False, True]}
-    assert collect_results(tmp_path, base=base, runs=["scheme_m1_1-seed0"]).finals["run"].tolist() == [
-        "scheme_m1_1-seed0"]
-    assert len(collect_results(tmp_path, base=base).finals) == 2
+    finals = collect_results(tmp_path, base=base).finals
+    assert finals["run"].tolist() == ["scheme_m1_1-seed0"] and finals["reward.scheme"].tolist() == ["[-1,1]"]
+    with pytest.raises(ValueError, match="scheme_m2_2-seed0"):
+        collect_results(tmp_path, base=base, runs=["scheme_m2_2-seed0"])
+
+
+def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_makes_a_new_one(tmp_path, monkeypatch):
+    """The run store: a run is named by what it computes, so a second experiment (another notebook, another sweep
+    that contains the same point) reuses it; a change of one run-relevant field is another run."""
+    import dgro_lib.experiment as E
+    from dgro_lib.runstore import run_key
+
+    trained = []
+
+    def fake_launch(cfg, seed, run_dir, *, point=None):  # records what would be trained and leaves a finished run
+        if E.prepare_run(cfg, seed, run_dir):
+            return json.loads((run_dir / "final_eval.json").read_text())["summary"]
+        trained.append((cfg.reward.scheme, cfg.train.learning_rate, seed))
+        run_dir.mkdir(parents=True)
+        E.write_manifest(run_dir / "manifest.json", config=E.config_to_dict(cfg), seed=seed)
+        E.write_json(run_dir / "final_eval.json", {"summary": {"accuracy": 0.5}, "correct": [True]})
+        return {"accuracy": 0.5}
+
+    monkeypatch.setattr(E, "launch_run", fake_launch)
+    monkeypatch.setattr(E, "_base_eval", lambda cfg, out_dir, store=None: {"summary": {}, "correct": [True]})
+    fig1 = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"seeds": [0]})
+    store = tmp_path / "runs"
+    first = E.run_experiment(fig1, tmp_path / "fig1", workers=1, store=store)
+    assert len(trained) == len(fig1.sweep["reward.scheme"])
+    # another notebook: another name, description and sweep, one of its points is fig1's [-5,5] run
+    other = apply_overrides(fig1, {"name": "fig2", "description": "other", "sweep": {
+        "train.learning_rate": [fig1.train.learning_rate, 2 * fig1.train.learning_rate]}, "reward.scheme": "[-5,5]"})
+    second = E.run_experiment(other, tmp_path / "fig2", workers=1, store=store)
+    assert trained[len(fig1.sweep["reward.scheme"]):] == [("[-5,5]", 2 * fig1.train.learning_rate, 0)]
+    shared = first.finals.set_index("reward.scheme").loc["[-5,5]", "key"]
+    assert shared in second.finals["key"].tolist() and len(list(store.glob("*/manifest.json"))) == len(fig1.sweep["reward.scheme"]) + 1
+    # the same config under another seed, or a changed eval protocol, is a new key; a speed-only field is not
+    assert run_key(fig1, 1) != run_key(fig1, 0)
+    assert run_key(apply_overrides(fig1, {"eval.max_new_tokens": 17}), 0) != run_key(fig1, 0)
+    assert run_key(apply_overrides(fig1, {"train.forward_chunk_rows": 3, "workers": 7}), 0) == run_key(fig1, 0)
+

@@ -39,7 +39,7 @@ from dgro_lib.paths import REPO
 
 # Re-exports: the names below were all defined in this module before the split; callers keep using ``kk.<name>``.
 # ``_solution_text`` is reached by the tests.
-from .kk_generate import NAMES, generate, random_statements
+from .kk_generate import NAME_ORDERS, NAMES, generate, random_statements
 from .kk_logic import LEAF_OPERATORS, OPERATORS, PersonStatement, evaluate, parse_statements, solve
 from .kk_render import (
     COT_FOOT_FAIL,
@@ -61,6 +61,7 @@ __all__ = [
     "OFFICIAL_KEYS",
     "REQUIRED_KEYS",
     "NAMES",
+    "NAME_ORDERS",
     "SAYING_TEMPLATES",
     "PROMPT_TEMPLATES",
     "parse_statements",
@@ -101,6 +102,9 @@ _QWEN_SYSTEM = (
 # once and in order) then counts the prompt's "<think>" as the completion's opening tag.
 PROMPT_TEMPLATES: dict[str, str] = {
     "plain": "{quiz}\nAnswer with each person's role.\n<think>",
+    # The quiz in the trace's own words ("people (1) Abigail (2) Aiden . (1) says (2) knave . ..."): the
+    # embedded miniature's simplification, a prompt whose header the trace copies verbatim.
+    "formal": "{quiz}\nAnswer with each person's role.\n<think>",
     "qwen": ("<|im_start|>system\n" + _QWEN_SYSTEM.replace("{", "{{").replace("}", "}}")
              + "<|im_end|>\n<|im_start|>user\n{quiz}\n<|im_end|>\n<|im_start|>assistant\n<think>"),
 }
@@ -274,15 +278,22 @@ def load_kk_hub(name: str = "K-and-K/knights-and-knaves", subset: str = "test", 
 # --------------------------------------------------------------------------------------------
 
 def format_prompt(record: dict, *, template: str = "plain") -> str:
-    """Prompt text for one record; both templates end with ``<think>``.
+    """Prompt text for one record; every template ends with ``<think>``.
 
     ``plain`` (embedded word-level model): ``"{quiz}\\nAnswer with each person's role.\\n<think>"``.
+    ``formal`` (the embedded miniature): the same, with the quiz replaced by the header of the ``explicit``
+    reasoning trace (:func:`dgro_lib.data.trace.header_words`): the statements in the trace's own words.
     ``qwen`` (real chat checkpoints): Logic-RL's chat prompt, system message then the quiz as the
     user turn, then ``<|im_start|>assistant\\n<think>``.
     """
     if template not in PROMPT_TEMPLATES:
         raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(PROMPT_TEMPLATES)})")
-    quiz = numbered_quiz(record) if template == "plain" else record["quiz"]
+    if template == "formal":
+        from .trace import header_words  # trace renders with this module's helpers: import at call time
+
+        quiz = " ".join(header_words(parse_statements(record["statements"]), list(record["names"])))
+    else:
+        quiz = numbered_quiz(record) if template == "plain" else record["quiz"]
     return PROMPT_TEMPLATES[template].format(quiz=quiz)
 
 

@@ -13,7 +13,10 @@ from .kk_logic import LEAF_OPERATORS, _mask_to_assignments, _solution_mask
 from .kk_render import KNIGHT_KNAVE, SAYING_TEMPLATES, chain_of_thought, render_quiz
 from .kk_render import _solution_text, _solution_text_format  # the record's two solution texts
 
-__all__ = ["NAMES", "random_statements", "generate"]
+__all__ = ["NAMES", "NAME_ORDERS", "random_statements", "generate"]
+
+# How generate() names the people of a puzzle: drawn at random (the official data) or person k = NAMES[k].
+NAME_ORDERS = ("random", "positional")
 
 # The 51 distinct names of the official records (test + train, people 2-8), alphabetical.
 NAMES: tuple[str, ...] = (
@@ -67,13 +70,16 @@ _MAX_CONSECUTIVE_REJECTS = 20_000
 
 
 def generate(n_people: int, n: int, *, seed: int, depth_constraint: int = 2, width_constraint: int = 2,
-             names: Sequence[str] = NAMES) -> list[dict]:
+             names: Sequence[str] = NAMES, name_order: str = "random") -> list[dict]:
     """Generate ``n`` unique-solution puzzles in the official record format.
 
     Statement trees follow the official grammar (see :class:`_Sampler`), puzzles are rejection-sampled
     until exactly one assignment is consistent, and a puzzle (its statement trees) never repeats within
     one call. Each person's name is drawn without replacement from ``names`` and each speech
-    template uniformly from :data:`SAYING_TEMPLATES`. Everything comes from one ``random.Random(seed)``,
+    template uniformly from :data:`SAYING_TEMPLATES`. ``name_order="positional"`` names person k
+    ``names[k]`` in every puzzle instead (the embedded miniature's simplification: a 1M-parameter model
+    spends most of an hour of warm-up learning to copy arbitrary names; the statements, solutions and
+    random draws are those of ``"random"``, so the two orders give the same puzzles under other names). Everything comes from one ``random.Random(seed)``,
     so the output is a pure function of the arguments, and ``generate(k, m, seed=s)`` is a prefix of
     ``generate(k, m', seed=s)`` for ``m <= m'``. Different seeds give independent puzzle streams, which
     can still share a puzzle by chance for 2-3 people (deduplicate across splits when that matters).
@@ -96,6 +102,8 @@ def generate(n_people: int, n: int, *, seed: int, depth_constraint: int = 2, wid
         raise ValueError(f"depth_constraint must be >= 1, got {depth_constraint}")
     if width_constraint < 2:
         raise ValueError(f"width_constraint must be >= 2, got {width_constraint}")
+    if name_order not in NAME_ORDERS:
+        raise ValueError(f"name_order must be one of {', '.join(NAME_ORDERS)}, got {name_order!r}")
     names = list(names)
     if len(set(names)) != len(names):
         raise ValueError("names must be distinct")
@@ -125,7 +133,9 @@ def generate(n_people: int, n: int, *, seed: int, depth_constraint: int = 2, wid
                                f"the puzzle space is probably exhausted")
         seen.add(statements)
         solution = list(_mask_to_assignments(mask, n_people)[0])
-        chosen = rng.sample(names, n_people)
+        chosen = rng.sample(names, n_people)  # drawn in both orders, so the rng stream is the same
+        if name_order == "positional":
+            chosen = names[:n_people]
         template_ids = [rng.randrange(len(SAYING_TEMPLATES)) for _ in range(n_people)]
         head, steps, foot = chain_of_thought(statements, chosen)
         records.append({

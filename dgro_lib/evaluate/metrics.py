@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..manifest import atomic_path
@@ -55,6 +56,41 @@ def paired_improvement_table(finals: pd.DataFrame, base_correct: Sequence[bool],
                        "p": math.erfc(abs(z) / math.sqrt(2.0)), "acc_before": g["acc_before"].mean(),
                        "acc_after": g["acc_after"].mean(), "delta_points": g["delta_points"].mean()})
     return pd.concat([table, pd.DataFrame(pooled)], ignore_index=True)
+
+
+def paired_fraction_table(finals: pd.DataFrame, base_fraction: Sequence[float], *, by: str) -> pd.DataFrame:
+    """The sampled-accuracy counterpart of :func:`paired_improvement_table`: ``correct`` holds per puzzle the
+    fraction of correct samples (avg@k), and the test is the paired z of the per-puzzle differences after - before.
+
+    One row per run plus one pooled row per ``by`` value, whose z is computed on the per-puzzle difference averaged
+    over seeds (the seeds share the puzzles and the base, so their differences are not independent draws: averaging
+    first is the conservative pooling).
+    """
+    base = np.asarray(base_fraction, dtype=float)
+
+    def z_of(d: np.ndarray) -> float:
+        sd = d.std(ddof=1) if len(d) > 1 else 0.0
+        return float(d.mean() / (sd / math.sqrt(len(d)))) if sd > 0 else 0.0
+
+    rows, diffs = [], {}
+    for _, r in finals.iterrows():
+        after = np.asarray(r["correct"], dtype=float)
+        if after.shape != base.shape:
+            raise ValueError(f"run {r.get('run', '?')}: {after.size} puzzles, the base has {base.size}")
+        d = after - base
+        diffs.setdefault(r[by], []).append(d)
+        z = z_of(d)
+        rows.append({by: r[by], "seed": r["seed"], "acc_before": base.mean(), "acc_after": after.mean(),
+                     "delta_points": 100 * d.mean(), "z": z, "p": math.erfc(abs(z) / math.sqrt(2.0))})
+    for key, ds in diffs.items():
+        d = np.mean(ds, axis=0)
+        z = z_of(d)
+        rows.append({by: key, "seed": "pooled", "acc_before": base.mean(), "acc_after": base.mean() + d.mean(),
+                     "delta_points": 100 * d.mean(), "z": z, "p": math.erfc(abs(z) / math.sqrt(2.0))})
+    return pd.DataFrame(rows)
+
+
+__all__ += ["paired_fraction_table"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from filelock import FileLock
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from dgro_lib import __version__
+from dgro_lib.data.kk import NAME_ORDERS
 from dgro_lib.data.trace import STYLES, TRACE_VERSION
 
 from .loading import load_model
@@ -70,6 +71,14 @@ class EmbeddedModelConfig:
     trace_style: str = "explicit"
     """:func:`dgro_lib.data.trace.reasoning_trace` style. The model learns the logic only from a trace that spells
     out every step (``explicit`` or ``named``); ``none`` (the answer alone) teaches the answer format only."""
+    name_order: str = "random"
+    """How the warm-up puzzles name their people (:func:`dgro_lib.data.kk.generate`): ``random`` (as the official data)
+    or ``positional`` (person k is always ``kk.NAMES[k]``; the miniature's simplification, see the ``mini``
+    preset). An experiment on this model must use the same ``data.name_order``."""
+    template: str = "plain"
+    """Prompt template of the warm-up (:func:`dgro_lib.data.kk.format_prompt`): ``plain`` (the English quiz) or
+    ``formal`` (the quiz in the trace's own words). An experiment on this model must use the same
+    ``data.template``."""
     slip_rate: float = 0.0
     """Probability that a warm-up trace carries one answer-changing slip (a base whose errors RL can fix)."""
 
@@ -122,6 +131,10 @@ class EmbeddedModelConfig:
         object.__setattr__(self, "statement_drills", float(self.statement_drills))
         if self.trace_style not in STYLES:
             raise ValueError(f"trace_style must be one of {STYLES}, got {self.trace_style!r}")
+        if self.name_order not in NAME_ORDERS:
+            raise ValueError(f"name_order must be one of {NAME_ORDERS}, got {self.name_order!r}")
+        if self.template not in ("plain", "formal"):
+            raise ValueError(f"template must be 'plain' or 'formal' (the embedded tokenizer's), got {self.template!r}")
         if self.arch not in ("qwen2", "llama"):
             raise ValueError(f"arch must be 'qwen2' or 'llama', got {self.arch!r}")
         if not 0.0 <= self.statement_drills <= 1.0:
@@ -136,8 +149,9 @@ class EmbeddedModelConfig:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
         if d["continue_from"] is None:  # keeps the hashes (cache keys) of single-stage configs as they were
             del d["continue_from"]
-        if d["statement_drills"] == 0.0:  # likewise for configs from before statement drills existed
-            del d["statement_drills"]
+        for key, default in (("statement_drills", 0.0), ("name_order", "random"), ("template", "plain")):
+            if d[key] == default:  # likewise for configs from before these fields existed
+                del d[key]
         return d
 
     @classmethod
@@ -160,6 +174,9 @@ EMBEDDED_PRESETS: dict[str, EmbeddedModelConfig] = {
     "cpu_stage1": EmbeddedModelConfig(people=(2, 3), mix=(0.3, 0.7), prompt_loss=True, batch_size=16, lr=2e-3,
                                       warmup_steps=60, max_steps=3000, copy_drill_every=4, name_loss_weight=4.0),
 }
+# The ci base with slips in its traces: a second base model for the ci profile's smoke tests of sweeps over the base.
+EMBEDDED_PRESETS["ci_slip"] = dataclasses.replace(EMBEDDED_PRESETS["ci"], trace_style="explicit", slip_rate=0.5,
+                                                  max_steps=20)
 # The cpu base: stage 1, then a second stage of 2000 steps on new puzzles (seed 1) at a lower lr.
 EMBEDDED_PRESETS["cpu"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], continue_from="cpu_stage1",
                                               max_steps=2000, lr=1e-3, warmup_steps=20, seed=1)
@@ -167,6 +184,18 @@ EMBEDDED_PRESETS["cpu"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], co
 # labels, no legend), a drill step every 2nd step, half of them statement drills.
 EMBEDDED_PRESETS["cpu_named"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], trace_style="named", max_steps=1200,
                                                     copy_drill_every=2, statement_drills=0.5)
+
+# The miniature (the cpu profile's base since positional names): person k is always kk.NAMES[k] and the quiz is
+# given in the trace's own words, so the warm-up spends its steps on the logic, not on copying names. Stage 1 is
+# cpu_stage1 without drills or name weighting, 900 steps; the second stage 900 more on new puzzles at half the lr.
+EMBEDDED_PRESETS["mini_stage1"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], name_order="positional",
+                                                      template="formal", copy_drill_every=0, name_loss_weight=1.0,
+                                                      max_steps=900)
+EMBEDDED_PRESETS["mini"] = dataclasses.replace(EMBEDDED_PRESETS["mini_stage1"], continue_from="mini_stage1",
+                                               max_steps=900, lr=1e-3, warmup_steps=20, seed=1)
+# The same second stage with a slip (one answer-changing clause error) in 15 % of its traces: a base that samples
+# wrong answers RL can learn to avoid.
+EMBEDDED_PRESETS["mini_slip"] = dataclasses.replace(EMBEDDED_PRESETS["mini"], slip_rate=0.15)
 
 
 # The fields a continued stage (continue_from) must share with its parent.

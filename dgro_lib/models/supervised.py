@@ -37,20 +37,20 @@ def _split_counts(n: int, mix: Sequence[float]) -> list[int]:
     return counts
 
 
-def _generate_capped(n_people: int, n: int, seed: int) -> list[dict]:
+def _generate_capped(n_people: int, n: int, seed: int, name_order: str = "random") -> list[dict]:
     """kk.generate, but settle for fewer puzzles when the space runs out (2 people: a few thousand)."""
     try:
-        return kk.generate(n_people, n, seed=seed)
+        return kk.generate(n_people, n, seed=seed, name_order=name_order)
     except RuntimeError:
         lo, hi = 0, n  # binary search for the largest feasible prefix (generate is prefix-stable)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             try:
-                kk.generate(n_people, mid, seed=seed)
+                kk.generate(n_people, mid, seed=seed, name_order=name_order)
                 lo = mid
             except RuntimeError:
                 hi = mid
-        return kk.generate(n_people, lo, seed=seed)
+        return kk.generate(n_people, lo, seed=seed, name_order=name_order)
 
 
 def warmup_records(cfg: EmbeddedModelConfig) -> list[dict]:
@@ -58,12 +58,12 @@ def warmup_records(cfg: EmbeddedModelConfig) -> list[dict]:
     out: list[dict] = []
     for p, c in zip(cfg.people, _split_counts(cfg.n_puzzles, cfg.mix)):
         if c > 0:
-            out += _generate_capped(p, c, cfg.seed * 1000 + p)
+            out += _generate_capped(p, c, cfg.seed * 1000 + p, cfg.name_order)
     return out
 
 
-def heldout_records(n_people: int, n: int, *, exclude: Iterable[dict] = (), seed_base: int = HELDOUT_SEED_BASE
-                    ) -> list[dict]:
+def heldout_records(n_people: int, n: int, *, exclude: Iterable[dict] = (), seed_base: int = HELDOUT_SEED_BASE,
+                    name_order: str = "random") -> list[dict]:
     """``n`` generated puzzles of ``n_people`` from a seed disjoint from warm-up seeds, with any puzzle
     whose statement tree occurs in ``exclude`` (e.g. :func:`warmup_records`) removed. Returns fewer than
     ``n`` when the puzzle space runs out (2 people: ~400 distinct puzzles in all)."""
@@ -71,7 +71,7 @@ def heldout_records(n_people: int, n: int, *, exclude: Iterable[dict] = (), seed
     k = n + n // 2 + 16
     while True:
         # generate() is prefix-stable, so asking for more only appends puzzles
-        pool = _generate_capped(n_people, k, seed_base + n_people)
+        pool = _generate_capped(n_people, k, seed_base + n_people, name_order)
         recs = [r for r in pool if r["statements"] not in seen]
         if len(recs) >= n or len(pool) < k:  # enough, or the puzzle space is exhausted
             return recs[:n]
@@ -87,7 +87,7 @@ def _warmup_examples(tokenizer, cfg: EmbeddedModelConfig, records: list[dict]
         t = build_trace(rec, style=cfg.trace_style, slip_rate=cfg.slip_rate, rng=rng)
         slipped += t.slipped
         head = f"{t.text} " if t.text else ""
-        prompts.append(kk.format_prompt(rec, template="plain"))
+        prompts.append(kk.format_prompt(rec, template=cfg.template))
         completions.append(f"{head}</think> <answer> {format_answer(rec['names'], t.assignment)} </answer>")
     p_ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     c_ids = tokenizer(completions, add_special_tokens=False)["input_ids"]
@@ -232,8 +232,9 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     if cfg.eval_puzzles > 0:
         stats["eval"] = {}
         for p in cfg.eval_people:
-            ev = evaluate_greedy(model, tokenizer, heldout_records(p, cfg.eval_puzzles, exclude=records),
-                                 max_new_tokens=_max_new_tokens(p), batch_size=64)
+            held = heldout_records(p, cfg.eval_puzzles, exclude=records, name_order=cfg.name_order)
+            ev = evaluate_greedy(model, tokenizer, held, template=cfg.template, max_new_tokens=_max_new_tokens(p),
+                                 batch_size=64)
             stats["eval"][str(p)] = {k: ev[k] for k in ("accuracy", "n", "mean_length", "truncated", "wall_s")}
     return stats
 

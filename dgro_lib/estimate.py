@@ -1,0 +1,108 @@
+"""What ``make reproduce`` is about to run and how long it should take, from the params and the run store.
+
+A run's cost is its optimizer steps x the seconds per step, and a step's cost grows with its rollout tokens (prompts
+x generations x completion budget). The seconds per rollout token come from the runs the store has already finished
+(train_seconds / steps), so the estimate is this machine's own and gets better as runs finish; with none finished
+it falls back to :data:`DEFAULT_SECONDS_PER_TOKEN`. Runs already finished cost nothing, a killed run costs its
+remaining steps. The embedded base model's warm-up counts when it is not cached yet.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pandas as pd
+
+from .config import ExperimentConfig, expand_sweep, find_params, load_config
+from .paths import REPO
+from .runstore import latest_checkpoint, run_key
+
+__all__ = ["DEFAULT_SECONDS_PER_TOKEN", "seconds_per_token", "plan_profile", "format_plan"]
+
+# Measured on the 2-core development machine: a 4 x 16 rollout batch with a 448-token budget took ~6.6 s per step
+# with two runs side by side (the miniature's Fig. 1 recipe), i.e. 6.6 / (64 * 448) s per budgeted rollout token.
+DEFAULT_SECONDS_PER_TOKEN = 6.6 / (64 * 448)
+# Warm-up of the embedded model, seconds per step on one core (same machine, batch 16, 3-person traces).
+DEFAULT_WARMUP_SECONDS_PER_STEP = 1.0
+
+
+def _budget_tokens(cfg: ExperimentConfig) -> int:
+    t = cfg.train
+    return t.prompts_per_step * t.num_generations * t.max_completion_length
+
+
+def seconds_per_token(store: Path) -> tuple[float, int]:
+    """Median seconds per budgeted rollout token over the finished runs in ``store`` (and how many there were);
+    :data:`DEFAULT_SECONDS_PER_TOKEN` and 0 when none has finished."""
+    rates = []
+    for manifest_path in sorted(Path(store).glob("*/manifest.json")):
+        m = json.loads(manifest_path.read_text())
+        if not m.get("train_seconds") or not (manifest_path.parent / "final_eval.json").exists():
+            continue
+        t = m["config"]["train"]
+        steps = t["max_steps"] - sum(h["extended"]["from_max_steps"] for h in m.get("history", [])[-1:])
+        tokens = t["prompts_per_step"] * t["num_generations"] * t["max_completion_length"]
+        rates.append(m["train_seconds"] / max(steps, 1) / tokens)
+    return (statistics.median(rates), len(rates)) if rates else (DEFAULT_SECONDS_PER_TOKEN, 0)
+
+
+def _warmup_seconds(cfg: ExperimentConfig) -> float:
+    """Seconds to build the embedded base model and every stage it continues from that is not cached."""
+    from .models.embedded import EMBEDDED_PRESETS, config_hash  # transformers: only when an estimate is asked for
+
+    if cfg.model.path != "embedded" or cfg.model.embedded_preset not in EMBEDDED_PRESETS:
+        return 0.0
+    cache_dir = Path(cfg.model.cache_dir)
+    cache_dir = cache_dir if cache_dir.is_absolute() else REPO / cache_dir
+    seconds, preset = 0.0, EMBEDDED_PRESETS[cfg.model.embedded_preset]
+    while preset is not None:
+        if not (cache_dir / f"{preset.arch}-{config_hash(preset)}" / "embedded.json").exists():
+            seconds += preset.max_steps * DEFAULT_WARMUP_SECONDS_PER_STEP
+        preset = EMBEDDED_PRESETS[preset.continue_from] if preset.continue_from else None
+    return seconds
+
+
+def plan_profile(profile: str, names: list[str], output_root: Path) -> pd.DataFrame:
+    """One row per notebook: runs in its params, runs finished in the store, steps left, and the estimated minutes
+    (steps left x seconds per step / workers, plus an uncached base model's warm-up). Notebooks whose params have
+    no training runs (``kind: eval``) have 0 runs."""
+    store = output_root / profile / "runs"
+    rate, measured = seconds_per_token(store)
+    rows, warmups = [], set()
+    for name in names:
+        cfg = load_config(find_params(name, profile))
+        runs = expand_sweep(cfg) if cfg.kind == "train" else []
+        done, steps_left, seconds = 0, 0, 0.0
+        for _, seed, concrete in runs:
+            run_dir = store / run_key(concrete, seed)
+            if (run_dir / "final_eval.json").exists():
+                done += 1
+                continue
+            ckpt = latest_checkpoint(run_dir / "trainer")
+            left = concrete.train.max_steps - (int(ckpt.rsplit("-", 1)[-1]) if ckpt else 0)
+            steps_left += left
+            seconds += left * rate * _budget_tokens(concrete)
+        warm = 0.0
+        if cfg.model.embedded_preset not in warmups:  # one build serves every notebook
+            warm = _warmup_seconds(cfg)
+            warmups.add(cfg.model.embedded_preset)
+        rows.append({"notebook": name, "runs": len(runs), "finished": done, "steps_left": steps_left,
+                     "minutes": round((seconds / max(cfg.workers, 1) + warm) / 60, 1)})
+    out = pd.DataFrame(rows)
+    out.attrs.update(seconds_per_token=rate, measured_runs=measured)
+    return out
+
+
+def format_plan(plan: pd.DataFrame, profile: str) -> str:
+    """The lines ``make reproduce`` prints before it starts."""
+    src = (f"median of {plan.attrs['measured_runs']} finished run(s) in the store" if plan.attrs["measured_runs"]
+           else "the default measured on a 2-core machine: no run in the store has finished yet")
+    lines = [f"[reproduce] plan for profile {profile} (seconds per rollout token: {plan.attrs['seconds_per_token']:.2e}, "
+             f"{src}):"]
+    for r in plan.itertuples():
+        lines.append(f"[reproduce]   {r.notebook:32s} {r.finished}/{r.runs} runs finished, {r.steps_left} steps left, "
+                     f"~{r.minutes} min")
+    lines.append(f"[reproduce]   total ~{plan['minutes'].sum():.0f} min (training and warm-up; evaluation not included)")
+    return "\n".join(lines)

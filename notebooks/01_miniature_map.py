@@ -1,0 +1,92 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Where RL improves the embedded miniature: the RL map
+#
+# Every notebook of this project trains RL from the same embedded base model, and a figure about *how* DGRO learns
+# is only informative where RL learns at all. This notebook maps it: from the Fig. 1 recipe it changes one knob at a
+# time (learning rate, rollout temperature, prompts x generations per step, the base model) and measures, for each
+# point, what RL did to the model on the same held-out puzzles:
+#
+# * **greedy accuracy** (the final evaluation; pooled McNemar z against the base),
+# * **sampled accuracy** (avg@k at T = 1; paired z of the per-puzzle differences),
+# * from training: the sampled training accuracy at the start and the end, the fraction of zero-variance groups
+#   (all G answers equally rewarded: no learning signal) and the entropy.
+#
+# The two accuracies can disagree in sign on this model (RL sharpens the sampling policy while greedy decoding
+# gets worse), so both are reported. The map's settings are `params/<profile>/01_miniature_map.yaml`; runs go to the
+# profile's shared run store, so a point with the Fig. 1 settings *is* a Fig. 1 run, trained once.
+# The first section compares the candidate base models themselves.
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("DGRO_PROFILE", "cpu")  # ci | cpu | paper
+output_dir = None  # default: ../outputs/<profile>/01_miniature_map
+workers = None  # parallel runs (default: the params file's `workers`)
+
+# %%
+from pathlib import Path
+
+from dgro_lib.analysis import rl_map_claims, rl_map_table
+from dgro_lib.claims import write_claims
+from dgro_lib.config import find_params, load_config
+from dgro_lib.experiment import evaluate_base_candidates, evaluate_runs, run_experiment
+from dgro_lib.manifest import atomic_write
+from dgro_lib.plots import rl_map_figure, save_figure
+
+cfg = load_config(find_params("01_miniature_map", profile))
+out = Path(output_dir or f"../outputs/{profile}/01_miniature_map")
+store = out.parent / "runs"  # the profile's shared run store
+out.mkdir(parents=True, exist_ok=True)
+print(f"profile={profile}  base={cfg.model.embedded_preset}  {len(cfg.seeds)} seed(s) x {cfg.sweep}")
+
+# %% [markdown]
+# ## The candidate bases
+# Greedy and sampled accuracy of each candidate, and the fraction of puzzles whose samples are all right or all
+# wrong: a base RL can improve samples both right and wrong answers to the same puzzle.
+
+# %%
+bases = evaluate_base_candidates(cfg, cfg.extra["base_candidates"], store, cfg.extra["base_candidate_eval"],
+                                 n_puzzles=cfg.extra["base_candidate_puzzles"])
+atomic_write(out / "base_candidates.csv", lambda tmp: bases.to_csv(tmp, index=False))
+bases.round(4)
+
+# %% [markdown]
+# ## The map
+
+# %%
+result = run_experiment(cfg, out, workers=workers, store=store)
+sampled = evaluate_runs(result, cfg, cfg.extra["sampled_eval"])
+table = rl_map_table(result, sampled, list(cfg.sweep))
+atomic_write(out / "rl_map.csv", lambda tmp: table.to_csv(tmp, index=False))
+table.round(4)
+
+# %%
+fig = rl_map_figure(table, title=f"RL map of the miniature ({profile} profile; base {cfg.model.embedded_preset})")
+save_figure(fig, table, out / "rl_map")
+fig
+
+# %% [markdown]
+# ## Verdict
+# Computed from the table: the points where RL raised accuracy beyond noise (pooled z > 3), for each metric.
+
+# %%
+write_claims(out, rl_map_claims(table))  # what `make reproduce` compares with the reference results
+for metric in ("greedy", "sampled"):
+    gains = table[table[f"{metric}_z"] > 3]["point"].tolist()
+    losses = table[table[f"{metric}_z"] < -3]["point"].tolist()
+    print(f"{metric}: significant gain at {gains or 'no point'}; significant loss at {losses or 'no point'}")

@@ -1,0 +1,230 @@
+"""The embedded miniature's surface options, the shared run store's bookkeeping, the plan and the claims."""
+
+import json
+import math
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
+from dgro_lib.data import kk
+from dgro_lib.data.trace import header_words
+
+
+# --- positional names and the formal prompt --------------------------------------------------------------------
+
+
+def test_positional_names_keep_the_puzzles_and_rename_person_k_to_the_kth_name():
+    rand = kk.generate(4, 30, seed=7)
+    pos = kk.generate(4, 30, seed=7, name_order="positional")
+    for r, p in zip(rand, pos):
+        assert p["statements"] == r["statements"] and p["solution"] == r["solution"]
+        assert p["names"] == list(kk.NAMES[:4])
+        # the quiz and the official solution text speak of the positional names only
+        for name in set(r["names"]) - set(p["names"]):
+            assert name not in p["quiz"] and name not in p["solution_text"]
+        assert kk.solve(p["statements"]) == [tuple(p["solution"])]
+    with pytest.raises(ValueError, match="name_order"):
+        kk.generate(3, 1, seed=0, name_order="alphabetical")
+
+
+def test_formal_prompt_is_the_explicit_trace_header_and_ends_in_think():
+    rec = kk.generate(3, 1, seed=3, name_order="positional")[0]
+    text = kk.format_prompt(rec, template="formal")
+    head = " ".join(header_words(kk.parse_statements(rec["statements"]), rec["names"], style="explicit"))
+    assert text == f"{head}\nAnswer with each person's role.\n<think>"
+    assert "formal" in kk.PROMPT_TEMPLATES
+
+
+def test_embedded_surface_fields_are_checked_and_default_configs_keep_their_hashes():
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+
+    with pytest.raises(ValueError, match="name_order"):
+        EmbeddedModelConfig(name_order="shuffled")
+    with pytest.raises(ValueError, match="template"):
+        EmbeddedModelConfig(template="qwen")
+    # fields at their defaults stay out of the hashed dict, so the caches of earlier presets stay valid
+    assert "name_order" not in EMBEDDED_PRESETS["cpu"].to_dict() and "template" not in EMBEDDED_PRESETS["cpu"].to_dict()
+    mini = EMBEDDED_PRESETS["mini"].to_dict()
+    assert mini["name_order"] == "positional" and mini["template"] == "formal"
+
+
+def test_warmup_examples_use_the_presets_surface():
+    from dgro_lib.models import EMBEDDED_PRESETS
+    from dgro_lib.models.supervised import heldout_records, warmup_records
+
+    cfg = apply_overrides_embedded(EMBEDDED_PRESETS["mini_stage1"], n_puzzles=40)
+    recs = warmup_records(cfg)
+    assert all(r["names"] == list(kk.NAMES[:len(r["names"])]) for r in recs)
+    held = heldout_records(3, 10, exclude=recs, name_order="positional")
+    assert all(r["names"] == list(kk.NAMES[:3]) for r in held)
+    assert not {r["statements"] for r in held} & {r["statements"] for r in recs}
+
+
+def apply_overrides_embedded(cfg, **kw):
+    import dataclasses
+
+    return dataclasses.replace(cfg, **kw)
+
+
+def test_an_experiment_on_a_preset_must_use_its_surface_and_positional_names_need_generated_data():
+    base = load_config(find_params("01_miniature_map", "cpu"))
+    assert base.data.name_order == "positional" and base.data.template == "formal"
+    with pytest.raises(ConfigError, match="data.name_order"):
+        apply_overrides(base, {"data.name_order": "random"})
+    with pytest.raises(ConfigError, match="data.template"):
+        apply_overrides(base, {"data.template": "plain"})
+    fig1_ci = load_config(find_params("dgro_fig1_reward_variance", "ci"))
+    with pytest.raises(ConfigError, match="data.name_order"):
+        apply_overrides(fig1_ci, {"data.name_order": "positional", "data.source": "hub"})
+    with pytest.raises(ConfigError, match="data.name_order"):
+        apply_overrides(fig1_ci, {"data.name_order": "sorted"})
+
+
+# --- paired test on sampled accuracy ---------------------------------------------------------------------------
+
+
+def test_paired_fraction_table_matches_a_loop_reference():
+    from dgro_lib.evaluate import paired_fraction_table
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 5, 50) / 4
+    runs = [rng.integers(0, 5, 50) / 4 for _ in range(3)]
+    finals = pd.DataFrame([{"k": "a", "seed": s, "correct": list(r)} for s, r in enumerate(runs)])
+    table = paired_fraction_table(finals, list(base), by="k")
+
+    def z_ref(d):
+        n = len(d)
+        mean = sum(d) / n
+        var = sum((x - mean) ** 2 for x in d) / (n - 1)
+        return mean / math.sqrt(var / n)
+
+    for s, r in enumerate(runs):
+        row = table[table["seed"] == s].iloc[0]
+        assert row["z"] == pytest.approx(z_ref([a - b for a, b in zip(r, base)]), rel=1e-12)
+        assert row["delta_points"] == pytest.approx(100 * (r.mean() - base.mean()), rel=1e-12)
+    pooled = table[table["seed"] == "pooled"].iloc[0]
+    avg = [sum(r[i] for r in runs) / 3 - base[i] for i in range(50)]
+    assert pooled["z"] == pytest.approx(z_ref(avg), rel=1e-12)
+    with pytest.raises(ValueError, match="puzzles"):
+        paired_fraction_table(finals.assign(correct=[[1.0]] * 3), list(base), by="k")
+
+
+# --- the plan and the claims -----------------------------------------------------------------------------------
+
+
+def _finished_run(store, cfg, seed, seconds, *, final=True):
+    from dgro_lib.config import config_to_dict
+    from dgro_lib.runstore import run_key
+
+    run = store / run_key(cfg, seed)
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"config": config_to_dict(cfg), "seed": seed,
+                                                   "train_seconds": seconds}))
+    if final:
+        (run / "final_eval.json").write_text("{}")
+    return run
+
+
+def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_own_runs(tmp_path):
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.estimate import DEFAULT_SECONDS_PER_TOKEN, plan_profile
+
+    cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
+    runs = expand_sweep(cfg)
+    store = tmp_path / "ci" / "runs"
+    plan = plan_profile("ci", ["dgro_fig1_reward_variance"], tmp_path)
+    assert plan.attrs["measured_runs"] == 0 and plan.attrs["seconds_per_token"] == DEFAULT_SECONDS_PER_TOKEN
+    row = plan.iloc[0]
+    assert row["runs"] == len(runs) and row["finished"] == 0 and row["steps_left"] == len(runs) * cfg.train.max_steps
+
+    t = cfg.train
+    tokens = t.prompts_per_step * t.num_generations * t.max_completion_length
+    _finished_run(store, runs[0][2], runs[0][1], seconds=2.0 * t.max_steps * tokens)  # 2 s per token
+    run = _finished_run(store, runs[1][2], runs[1][1], seconds=0, final=False)  # killed after its first checkpoint
+    (run / "trainer" / "checkpoint-1").mkdir(parents=True)
+    plan = plan_profile("ci", ["dgro_fig1_reward_variance"], tmp_path)
+    row = plan.iloc[0]
+    assert plan.attrs["measured_runs"] == 1 and plan.attrs["seconds_per_token"] == pytest.approx(2.0)
+    left = (len(runs) - 1) * t.max_steps - 1
+    assert row["finished"] == 1 and row["steps_left"] == left
+    assert row["minutes"] == pytest.approx(round(left * 2.0 * tokens / cfg.workers / 60, 1), abs=0.05)
+
+
+def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
+    from dgro_lib.claims import compare_claims, save_reference, write_claims
+
+    new, ref = tmp_path / "new", tmp_path / "ref"
+    new.mkdir()
+    write_claims(new, [{"claim": "a", "value": 0.50, "spread": 0.02}, {"claim": "b", "value": 0.9, "spread": 0.01},
+                       {"claim": "c", "value": 1.0, "spread": math.nan}, {"claim": "new", "value": 1, "spread": 1}])
+    (new / "fig.png").write_bytes(b"png")
+    (new / "x.failed.ipynb").write_text("{}")
+    (new / "runs").mkdir()
+    copied = save_reference(new, ref)
+    assert sorted(p.name for p in copied) == ["claims.csv", "fig.png"]
+    write_claims(ref, [{"claim": "a", "value": 0.53, "spread": 0.01}, {"claim": "b", "value": 0.8, "spread": 0.01},
+                       {"claim": "c", "value": 2.0, "spread": math.nan}, {"claim": "old", "value": 1, "spread": 1}])
+    table = compare_claims(new, ref).set_index("claim")
+    assert table.loc["a", "status"] == "within" and table.loc["a", "spread"] == 0.02  # the larger spread
+    assert table.loc["b", "status"] == "OUTSIDE"
+    assert table.loc["c", "status"] == "no spread"
+    assert table.loc["new", "status"] == "new only" and table.loc["old", "status"] == "reference only"
+    with pytest.raises(ValueError, match="duplicated"):
+        write_claims(new, [{"claim": "a", "value": 1, "spread": 0}] * 2)
+
+
+# --- two processes asking for the same run ---------------------------------------------------------------------
+
+
+def test_two_workers_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
+    import dgro_lib.experiment as E
+
+    trained = []
+
+    def slow_launch(cfg, seed, run_dir, *, point=None):
+        if (run_dir / "final_eval.json").exists():
+            return json.loads((run_dir / "final_eval.json").read_text())["summary"]
+        trained.append(seed)
+        time.sleep(0.5)  # the other worker arrives while this one trains
+        run_dir.mkdir(parents=True)
+        E.write_json(run_dir / "final_eval.json", {"summary": {"accuracy": 1.0}})
+        return {"accuracy": 1.0}
+
+    monkeypatch.setattr(E, "launch_run", slow_launch)
+    cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
+    job = (cfg, 0, tmp_path / "runs" / "abc", {})
+    (tmp_path / "runs").mkdir()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(E._worker(job))) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert trained == [0] and results == [{"accuracy": 1.0}] * 2
+
+
+def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monkeypatch):
+    import dgro_lib.models.embedded as emb
+
+    calls = []
+    real = emb.warmup
+
+    def counting_warmup(model, tokenizer, cfg, *, progress=True):
+        calls.append(cfg)
+        time.sleep(0.3)  # the second builder arrives while the first one trains
+        return real(model, tokenizer, cfg, progress=False)
+
+    monkeypatch.setattr(emb, "warmup", counting_warmup)
+    cfg = apply_overrides_embedded(emb.EMBEDDED_PRESETS["ci"], max_steps=2, n_puzzles=20)
+    paths = []
+    threads = [threading.Thread(target=lambda: paths.append(emb.get_embedded_base_model(cfg, tmp_path, progress=False)))
+               for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(calls) == 1 and len(set(paths)) == 1 and (paths[0] / "embedded.json").is_file()
