@@ -70,8 +70,12 @@ def run_key(cfg: ExperimentConfig, seed: int) -> str:
 
 
 def latest_checkpoint(trainer_dir: Path) -> str | None:
-    """The last ``checkpoint-<step>`` folder under ``trainer_dir`` (None when there is none)."""
-    ckpts = sorted(trainer_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    """The last complete ``checkpoint-<step>`` folder under ``trainer_dir`` (None when there is none).
+
+    transformers writes a checkpoint's files in place and ``trainer_state.json`` last, then deletes older checkpoints:
+    a folder without that file is a save cut short by a kill, and the one before it is still there."""
+    ckpts = sorted((p for p in Path(trainer_dir).glob("checkpoint-*") if (p / "trainer_state.json").is_file()),
+                   key=lambda p: int(p.name.split("-")[-1]))
     return str(ckpts[-1]) if ckpts else None
 
 

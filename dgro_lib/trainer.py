@@ -241,12 +241,17 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
 
     def _save_checkpoint(self, model, trial):
         """TRL's checkpoint plus the entropy tracker, so a resumed run picks DCPO's/AEPO's temperature from the same
-        previous-step entropy as an uninterrupted one (TRL keeps its own adaptive-entropy state the same way)."""
-        super()._save_checkpoint(model, trial)
+        previous-step entropy as an uninterrupted one (TRL keeps its own adaptive-entropy state the same way).
+
+        The tracker is written first: transformers writes ``trainer_state.json`` last and only then deletes the older
+        checkpoint, so a checkpoint with that file is complete, and a process killed while saving leaves the previous
+        complete checkpoint in place (:func:`dgro_lib.runstore.latest_checkpoint` picks the last complete one)."""
         if self.args.should_save:
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            os.makedirs(folder, exist_ok=True)
             write_json(os.path.join(folder, self.ENTROPY_STATE),
                        {"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy})
+        super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)

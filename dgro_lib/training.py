@@ -122,6 +122,10 @@ class RunRecorder(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and ("loss" in logs or "reward" in logs):  # skip the end-of-training summary
             self.metrics_rows.append({"step": state.global_step, **logs})
+            # transformers logs a step before it saves it: written now, the rows reach the disk before the
+            # checkpoint does, so a kill during the save loses none (a resume drops rows past its checkpoint)
+            if (args.save_steps and state.global_step % args.save_steps == 0) or state.global_step >= state.max_steps:
+                self._write_metrics()
 
     def on_save(self, args, state, control, **kw):
         self._write_metrics()
