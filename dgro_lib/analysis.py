@@ -314,7 +314,7 @@ def fig1_claims(verdict: RewardRangeVerdict) -> list[dict]:
     rows = []
     for _, r in verdict.per_scheme.iterrows():
         rows.append({"claim": f"{r[by]}: final accuracy", "value": r["final_mean"], "spread": r["final_std"]})
-        rows.append({"claim": f"{r[by]}: gain over base (points)", "value": r["delta_points"],
+        rows.append({"claim": f"{r[by]}: greedy gain over base (points)", "value": r["delta_points"],
                      "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan})
     if verdict.gap_points is not None:
         rows.append({"claim": f"{verdict.high} - {verdict.low} (points)", "value": verdict.gap_points,
@@ -331,3 +331,12 @@ def rl_map_claims(table: pd.DataFrame) -> list[dict]:
             rows.append({"claim": f"{r['point']}: {metric} change (points)", "value": d,
                          "spread": abs(d / z) if z else math.nan})
     return rows
+
+
+def pooled_gain_claims(table: pd.DataFrame, *, by: str, metric: str) -> list[dict]:
+    """The pooled rows of a paired table (:func:`~dgro_lib.evaluate.paired_improvement_table` or
+    :func:`~dgro_lib.evaluate.paired_fraction_table`): ``<value>: <metric> gain over base (points)``, spread the
+    gain / z (its standard error)."""
+    pooled = table[table["seed"] == "pooled"]
+    return [{"claim": f"{r[by]}: {metric} gain over base (points)", "value": r["delta_points"],
+             "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan} for _, r in pooled.iterrows()]

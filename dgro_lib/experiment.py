@@ -260,11 +260,13 @@ def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: s
     return pd.DataFrame(rows)
 
 
-def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_overrides: dict[str, Any]) -> pd.DataFrame:
+def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_overrides: dict[str, Any], *,
+                  n_puzzles: int | None = None) -> pd.DataFrame:
     """A second evaluation protocol for every run of ``result`` (its last checkpoint) and for its base model, on the
     same held-out puzzles: the run's ``eval`` section with ``eval_overrides`` applied (e.g. ``{"temperature": 1.0,
     "n_samples": 4}`` for sampled avg@4 beside the greedy final evaluation). Each evaluation is stored beside what it
-    evaluates (``<run>/evals/<key>.json``, ``<store>/base/<key>.json``), so it is computed once.
+    evaluates (``<run>/evals/<key>.json``, ``<store>/base/<key>.json``), so it is computed once. ``n_puzzles``
+    evaluates on the first that many held-out puzzles only (sampling costs ``n_samples`` generations per puzzle).
 
     Returns one row per run and one per base model (``run == "base"``), each with ``base_model`` (the base's
     identity), the summary and ``correct`` (per puzzle, the fraction of correct samples).
@@ -275,7 +277,7 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
     for row in listing.itertuples():
         point = json.loads(row.sweep_point)
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
-        ecfg, records, protocol = _eval_setup(concrete, eval_overrides)
+        ecfg, records, protocol = _eval_setup(concrete, eval_overrides, n_puzzles)
         base_path = resolve_model_path(ecfg)
         ident = _model_identity(ecfg, base_path)
         if ident not in seen_bases:

@@ -62,7 +62,7 @@ def test_reproduce_cli_lists_and_rejects_bad_names(capsys):
     assert "dgro_fig1_reward_variance" in out and "00_base_model" in out
     with pytest.raises(SystemExit):
         reproduce.main(["--profile", "nope"])
-    assert "available: ci, cpu, paper" in capsys.readouterr().err
+    assert "available: ci, cpu, gpu, paper" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         reproduce.main(["--profile", "ci", "--only", "no_such_notebook"])
     assert "unknown notebook" in capsys.readouterr().err

@@ -228,3 +228,16 @@ def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monke
     for th in threads:
         th.join()
     assert len(calls) == 1 and len(set(paths)) == 1 and (paths[0] / "embedded.json").is_file()
+
+
+def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
+    from dgro_lib.dryrun import dry_run
+    from dgro_lib.paths import PARAMS
+
+    rows = dry_run("gpu", out=open("/dev/null", "w"))
+    assert rows
+    for path in sorted((PARAMS / "gpu").glob("*.yaml")):
+        gpu, cpu = load_config(path), load_config(PARAMS / "cpu" / path.name)
+        assert gpu.model.embedded_preset == cpu.model.embedded_preset and gpu.sweep == cpu.sweep
+        if gpu.kind == "train":
+            assert gpu.train.cpu is False and gpu.train.learning_rate == cpu.train.learning_rate
