@@ -39,10 +39,11 @@ def seconds_per_token(store: Path) -> tuple[float, int]:
     rates = []
     for manifest_path in sorted(Path(store).glob("*/manifest.json")):
         m = json.loads(manifest_path.read_text())
-        if not m.get("train_seconds") or not (manifest_path.parent / "final_eval.json").exists():
+        if (not m.get("train_seconds") or m.get("resumed_from") or m.get("history")
+                or not (manifest_path.parent / "final_eval.json").exists()):  # only runs timed from start to end
             continue
         t = m["config"]["train"]
-        steps = t["max_steps"] - sum(h["extended"]["from_max_steps"] for h in m.get("history", [])[-1:])
+        steps = t["max_steps"]
         tokens = t["prompts_per_step"] * t["num_generations"] * t["max_completion_length"]
         rates.append(m["train_seconds"] / max(steps, 1) / tokens)
     return (statistics.median(rates), len(rates)) if rates else (DEFAULT_SECONDS_PER_TOKEN, 0)

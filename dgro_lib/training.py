@@ -212,7 +212,12 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     recorder.keep_until(int(resume.split("-")[-1]) if resume else 0)
     t0 = time.time()
     try:
-        trainer.train(resume_from_checkpoint=resume)
+        if resume is not None and int(resume.split("-")[-1]) >= t.max_steps:
+            # killed after its last checkpoint (in the final evaluation): transformers would train one step more on
+            # resume, so only the weights are loaded
+            trainer._load_from_checkpoint(resume)
+        else:
+            trainer.train(resume_from_checkpoint=resume)
     except NonFiniteError:
         # the run stops at the diverged step: keep the rows logged up to it (a resume drops those past its checkpoint)
         recorder.on_train_end(args, trainer.state, trainer.control)
@@ -228,5 +233,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     recorder.add_heldout({"step": t.max_steps, "subset": len(eval_records), **eval_summary(final)})
     write_json(final_path, {"summary": summary, "correct": list(map(bool, final["correct"])),
                             "protocol": protocol_for_config(cfg, len(final["correct"]))})
-    finish_manifest(run_dir / "manifest.json", train_seconds=train_seconds)
+    # train_seconds is this process's share: a resumed run records where it resumed, and estimates skip it
+    finish_manifest(run_dir / "manifest.json", train_seconds=train_seconds,
+                    **({"resumed_from": Path(resume).name} if resume else {}))
     return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)

@@ -2,7 +2,7 @@
 
 import json
 import math
-import threading
+import os
 import time
 
 import numpy as np
@@ -146,6 +146,7 @@ def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_ow
     _finished_run(store, runs[0][2], runs[0][1], seconds=2.0 * t.max_steps * tokens)  # 2 s per token
     run = _finished_run(store, runs[1][2], runs[1][1], seconds=0, final=False)  # killed after its first checkpoint
     (run / "trainer" / "checkpoint-1").mkdir(parents=True)
+    (run / "trainer" / "checkpoint-1" / "trainer_state.json").write_text("{}")  # a complete checkpoint
     plan = plan_profile("ci", ["dgro_fig1_reward_variance"], tmp_path)
     row = plan.iloc[0]
     assert plan.attrs["measured_runs"] == 1 and plan.attrs["seconds_per_token"] == pytest.approx(2.0)
@@ -177,57 +178,62 @@ def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
         write_claims(new, [{"claim": "a", "value": 1, "spread": 0}] * 2)
 
 
-# --- two processes asking for the same run ---------------------------------------------------------------------
+# --- two processes asking for the same run or the same embedded model ------------------------------------------
 
 
-def test_two_workers_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
+def _race(target, args_list):
+    """Start one forked process per args (module state, e.g. monkeypatches, is inherited) and wait for all."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=target, args=args) for args in args_list]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+
+
+def test_two_processes_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
     import dgro_lib.experiment as E
 
-    trained = []
+    marks = tmp_path / "trained"
+    marks.mkdir()
 
     def slow_launch(cfg, seed, run_dir, *, point=None):
         if (run_dir / "final_eval.json").exists():
             return json.loads((run_dir / "final_eval.json").read_text())["summary"]
-        trained.append(seed)
-        time.sleep(0.5)  # the other worker arrives while this one trains
+        (marks / str(os.getpid())).touch()
+        time.sleep(0.5)  # the other process arrives while this one trains
         run_dir.mkdir(parents=True)
         E.write_json(run_dir / "final_eval.json", {"summary": {"accuracy": 1.0}})
         return {"accuracy": 1.0}
 
     monkeypatch.setattr(E, "launch_run", slow_launch)
     cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
-    job = (cfg, 0, tmp_path / "runs" / "abc", {})
     (tmp_path / "runs").mkdir()
-    results = []
-    threads = [threading.Thread(target=lambda: results.append(E._worker(job))) for _ in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert trained == [0] and results == [{"accuracy": 1.0}] * 2
+    _race(E._worker, [((cfg, 0, tmp_path / "runs" / "abc", {}),)] * 2)
+    assert len(list(marks.iterdir())) == 1
+    assert json.loads((tmp_path / "runs" / "abc" / "final_eval.json").read_text())["summary"] == {"accuracy": 1.0}
 
 
 def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monkeypatch):
     import dgro_lib.models.embedded as emb
 
-    calls = []
+    marks = tmp_path / "built"
+    marks.mkdir()
     real = emb.warmup
 
     def counting_warmup(model, tokenizer, cfg, *, progress=True):
-        calls.append(cfg)
+        (marks / str(os.getpid())).touch()
         time.sleep(0.3)  # the second builder arrives while the first one trains
         return real(model, tokenizer, cfg, progress=False)
 
     monkeypatch.setattr(emb, "warmup", counting_warmup)
     cfg = apply_overrides_embedded(emb.EMBEDDED_PRESETS["ci"], max_steps=2, n_puzzles=20)
-    paths = []
-    threads = [threading.Thread(target=lambda: paths.append(emb.get_embedded_base_model(cfg, tmp_path, progress=False)))
-               for _ in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert len(calls) == 1 and len(set(paths)) == 1 and (paths[0] / "embedded.json").is_file()
+    _race(emb.get_embedded_base_model, [(cfg, tmp_path / "models")] * 2)
+    assert len(list(marks.iterdir())) == 1
+    assert len(list((tmp_path / "models").glob("*/embedded.json"))) == 1
 
 
 def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
