@@ -70,11 +70,7 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, 
     protocol = json.loads(json.dumps(protocol_for_config(cfg, len(records))))
     if store is not None:
         stored = store / "base" / f"{base_eval_key(_model_identity(cfg, model_path), protocol, records)}.json"
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(stored) + ".lock"):  # experiments sharing the store evaluate the base once
-            if not stored.exists():
-                write_json(stored, _evaluate_base(cfg, model_path, records, protocol))
-        base = json.loads(stored.read_text())
+        base = _stored_evaluation(model_path, cfg, records, protocol, stored)  # experiments sharing it evaluate once
         if copy:
             write_json(path, base)
         return base
@@ -95,11 +91,14 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, 
 
 
 def _evaluate_base(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
+    """One evaluation of ``model_path`` under ``cfg.eval`` as it is stored: the summary, and per puzzle ``correct`` (a
+    bool when greedy, the fraction of correct samples when sampling), with the protocol and the model path."""
     torch.set_num_threads(cfg.train.threads)
     model, tokenizer = load_model(model_path)
     ev = evaluate_under_config(model, tokenizer, records, cfg)
-    return {"summary": eval_summary(ev), "correct": list(map(bool, ev["correct"])), "protocol": protocol,
-            "model_path": model_path}
+    n = cfg.eval.n_samples if cfg.eval.temperature > 0 else 1
+    correct = [c / n for c in ev["n_correct"]] if "n_correct" in ev else list(map(bool, ev["correct"]))
+    return {"summary": eval_summary(ev), "correct": correct, "protocol": protocol, "model_path": str(model_path)}
 
 
 def _model_identity(cfg: ExperimentConfig, model_path: str) -> str:
@@ -215,17 +214,12 @@ def collect_results(out_dir: str | Path, *, base: dict | None = None,
 
 def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[dict], protocol: dict,
                        path: Path) -> dict:
-    """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already;
-    ``correct`` is per puzzle the fraction of correct samples (a bool when greedy, as :func:`_base_eval` stores it)."""
+    """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already
+    (stored as :func:`_evaluate_base` makes it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
         if not path.exists():
-            model, tokenizer = load_model(model_path)
-            ev = evaluate_under_config(model, tokenizer, records, ecfg)
-            n = ecfg.eval.n_samples if ecfg.eval.temperature > 0 else 1
-            fraction = [c / n for c in ev["n_correct"]] if "n_correct" in ev else list(map(bool, ev["correct"]))
-            write_json(path, {"summary": eval_summary(ev), "correct": fraction, "protocol": protocol,
-                              "model_path": str(model_path)})
+            write_json(path, _evaluate_base(ecfg, model_path, records, protocol))
     return json.loads(path.read_text())
 
 
