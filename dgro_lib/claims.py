@@ -35,7 +35,11 @@ def write_claims(out_dir: str | Path, rows: list[dict]) -> pd.DataFrame:
     return table
 
 
-def compare_claims(out_dir: str | Path, reference_dir: str | Path, *, tolerance: float = 2.0) -> pd.DataFrame:
+# How many spreads a new number may sit from the reference before it is flagged.
+TOLERANCE = 2.0
+
+
+def compare_claims(out_dir: str | Path, reference_dir: str | Path, *, tolerance: float = TOLERANCE) -> pd.DataFrame:
     """One row per claim of either side: the new value, the reference value, the spread used (the larger of the two
     sides' spreads) and ``status``: ``within`` (|new - reference| <= tolerance x spread), ``OUTSIDE``, ``no spread``
     (neither side has one: compared by eye), ``new only`` or ``reference only``."""
@@ -54,11 +58,15 @@ def compare_claims(out_dir: str | Path, reference_dir: str | Path, *, tolerance:
         status = "no spread" if pd.isna(spread) else ("within" if diff <= tolerance * spread else "OUTSIDE")
         rows.append({"claim": claim, "value": new.loc[claim, "value"], "reference": ref.loc[claim, "value"],
                      "spread": spread, "status": status})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["tolerance"] = tolerance
+    return table
 
 
 def format_comparison(table: pd.DataFrame, name: str) -> str:
-    lines = [f"[reproduce] {name}: your numbers vs the reference (status: within {2.0:g} x spread, or OUTSIDE)"]
+    """The printed form of :func:`compare_claims`'s table (its tolerance is read from the table)."""
+    tolerance = table.attrs.get("tolerance", TOLERANCE)
+    lines = [f"[reproduce] {name}: your numbers vs the reference (status: within {tolerance:g} x spread, or OUTSIDE)"]
     for r in table.itertuples():
         lines.append(f"[reproduce]   {r.claim:48s} {r.value:10.4f}  ref {r.reference:10.4f}  spread {r.spread:8.4f}  "
                      f"{r.status}")

@@ -64,6 +64,31 @@ def test_warmup_examples_use_the_presets_surface():
     assert not {r["statements"] for r in held} & {r["statements"] for r in recs}
 
 
+def test_own_vocabulary_covers_the_presets_prompts_and_is_shared_by_its_stages(tmp_path, monkeypatch):
+    import dgro_lib.models.embedded as emb
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig, embedded_tokenizer, get_embedded_base_model
+
+    with pytest.raises(ValueError, match="vocabulary"):
+        EmbeddedModelConfig(vocabulary="tiny")
+    assert "vocabulary" not in EMBEDDED_PRESETS["mini"].to_dict()  # default: the hashes of earlier presets hold
+    small, full = embedded_tokenizer("mini_small_vocab"), embedded_tokenizer("mini")
+    assert len(small) < len(full) and set(small.get_vocab()) < set(full.get_vocab())
+    unk = small.unk_token_id
+    for p in range(2, 9):  # every size's prompt and answer, on puzzles the vocabulary was not built from
+        for rec in kk.generate(p, 5, seed=4242 + p, name_order="positional"):
+            ids = small(kk.format_prompt(rec, template="formal") + " " + kk.answer_text(rec))["input_ids"]
+            assert unk not in ids
+    english = kk.generate(3, 1, seed=5)[0]
+    assert unk in small(kk.format_prompt(english, template="plain"))["input_ids"]  # not its template: unknown words
+    # a second stage continues its parent's tokenizer, so the vocabulary must match like the architecture
+    parent = apply_overrides_embedded(EMBEDDED_PRESETS["ci"], max_steps=1, n_puzzles=10)
+    monkeypatch.setitem(emb.EMBEDDED_PRESETS, "_test_parent", parent)
+    child = apply_overrides_embedded(parent, continue_from="_test_parent", vocabulary="own")
+    with pytest.raises(ValueError, match="vocabulary 'own' != 'all'"):
+        get_embedded_base_model(child, tmp_path)
+    assert not list(tmp_path.iterdir()) or not list(tmp_path.glob("*/embedded.json"))  # checked before any build
+
+
 def apply_overrides_embedded(cfg, **kw):
     import dataclasses
 
@@ -156,7 +181,7 @@ def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_ow
 
 
 def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
-    from dgro_lib.claims import compare_claims, save_reference, write_claims
+    from dgro_lib.claims import compare_claims, format_comparison, save_reference, write_claims
 
     new, ref = tmp_path / "new", tmp_path / "ref"
     new.mkdir()
@@ -174,6 +199,9 @@ def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
     assert table.loc["b", "status"] == "OUTSIDE"
     assert table.loc["c", "status"] == "no spread"
     assert table.loc["new", "status"] == "new only" and table.loc["old", "status"] == "reference only"
+    wide = compare_claims(new, ref, tolerance=10.0)
+    assert wide.set_index("claim").loc["b", "status"] == "within"
+    assert "within 10 x spread" in format_comparison(wide, "nb")
     with pytest.raises(ValueError, match="duplicated"):
         write_claims(new, [{"claim": "a", "value": 1, "spread": 0}] * 2)
 

@@ -15,7 +15,8 @@ in :mod:`dgro_lib.evaluate`, which imports this package (never the other way rou
 """
 
 # The names with a leading underscore are the internals that tests and bench/ reach through this package.
-from .embedded import EMBEDDED_PRESETS, EmbeddedModelConfig, build_tiny_model, config_hash, get_embedded_base_model
+from .embedded import (EMBEDDED_PRESETS, EmbeddedModelConfig, build_tiny_model, config_hash, embedded_tokenizer,
+                       get_embedded_base_model)
 from .loading import load_model
 from dgro_lib.sampling import sample  # the sampler is used by evaluation and training too: it lives beside them
 from .tokenizer import SPECIAL_TOKENS, TAG_TOKENS, build_embedded_tokenizer, build_tokenizer, embedded_vocabulary
@@ -28,6 +29,7 @@ __all__ = [
     "EMBEDDED_PRESETS",
     "build_tokenizer",
     "build_embedded_tokenizer",
+    "embedded_tokenizer",
     "embedded_vocabulary",
     "build_tiny_model",
     "warmup",

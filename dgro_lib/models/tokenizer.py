@@ -71,18 +71,26 @@ def build_tokenizer(words: Iterable[str], *, model_max_length: int = 8192):
     )
 
 
-@functools.lru_cache(maxsize=1)
-def embedded_vocabulary() -> tuple[str, ...]:
-    """Texts whose words form the embedded vocabulary: generated quizzes (plain prompt) and answers for
-    2-8 people, every official name, and the trace words. Deterministic (fixed seed)."""
+@functools.lru_cache(maxsize=4)
+def embedded_vocabulary(template: str = "plain", name_order: str = "random") -> tuple[str, ...]:
+    """Texts whose words form the embedded vocabulary: generated quizzes and answers for 2-8 people (prompts in
+    ``template``, people named by ``name_order``), every official name, and the trace words. Deterministic (fixed
+    seed). The defaults give the one vocabulary every prompt template of the embedded model can be written in;
+    ``("formal", "positional")`` gives the miniature's own, smaller one (see :func:`build_embedded_tokenizer`)."""
     texts: list[str] = []
     for p in range(2, 9):
-        for rec in kk.generate(p, _VOCAB_PUZZLES_PER_PEOPLE, seed=_VOCAB_SEED + p):
-            texts += [kk.format_prompt(rec, template="plain"), kk.answer_text(rec)]
+        for rec in kk.generate(p, _VOCAB_PUZZLES_PER_PEOPLE, seed=_VOCAB_SEED + p, name_order=name_order):
+            texts += [kk.format_prompt(rec, template=template), kk.answer_text(rec)]
     texts += list(kk.NAMES) + list(trace_vocabulary())
     return tuple(texts)
 
 
-def build_embedded_tokenizer():
-    """The embedded model's tokenizer (:func:`build_tokenizer` over :func:`embedded_vocabulary`)."""
-    return build_tokenizer(embedded_vocabulary())
+def build_embedded_tokenizer(template: str = "plain", name_order: str = "random"):
+    """The embedded model's tokenizer (:func:`build_tokenizer` over :func:`embedded_vocabulary`).
+
+    The default (153 tokens) covers the English quiz, so one tokenizer serves every template. A model that only
+    ever sees the formal prompt can be built on the vocabulary of that prompt alone (104 tokens: no English quiz
+    words): ``EmbeddedModelConfig.vocabulary = "own"``. The vocabulary fixes the embedding matrix and so the
+    random initialisation that follows it; docs/embedded-model.md has what the two measured.
+    """
+    return build_tokenizer(embedded_vocabulary(template, name_order))
