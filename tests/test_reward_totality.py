@@ -7,13 +7,16 @@ scheme goes through ``kk_reward``/``math_reward`` (the accuracy scheme's format-
 included), and megabyte inputs built from adversarial fragments must finish in bounded time.
 
 Examples per property: ``DGRO_HYPOTHESIS_EXAMPLES`` (default 10,000: about 3.5 min of one core for this
-file, 29 tests; 2,000 took ~40 s); set it higher (e.g. 100000) for a nightly run.
+file, 29 tests; 2,000 took ~40 s). ``pytest -m nightly tests/test_reward_totality.py`` reruns them all at
+100,000 examples (``DGRO_NIGHTLY_EXAMPLES``), about half an hour of one core.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -257,3 +260,12 @@ def test_parse_exact_adversarial_answers(answer):
     with pytest.raises(ValueError):
         parse_exact(answer)
     assert time.perf_counter() - t0 < BOUND_S
+
+
+@pytest.mark.nightly
+def test_every_property_at_nightly_scale():
+    """Every test of this file again, at DGRO_NIGHTLY_EXAMPLES (default 100,000) examples per property."""
+    env = {**os.environ, "DGRO_HYPOTHESIS_EXAMPLES": os.environ.get("DGRO_NIGHTLY_EXAMPLES", "100000")}
+    done = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-m", "not nightly"],
+                          env=env)
+    assert done.returncode == 0
