@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import torch
@@ -108,41 +108,60 @@ def _model_identity(cfg: ExperimentConfig, model_path: str) -> str:
 
 
 def _worker(args: tuple) -> dict:
-    cfg, seed, run_dir, point = args
+    cfg, seed, run_dir, point, evaluations = args
     os.environ.setdefault("OMP_NUM_THREADS", str(cfg.train.threads))
     # two experiments that share the store may ask for the same run at once: the second waits, then reuses it
     with FileLock(str(run_dir) + ".lock"):
-        return launch_run(cfg, seed, run_dir, point=point)
+        summary = launch_run(cfg, seed, run_dir, point=point)
+    for overrides, n_puzzles in evaluations:  # here, so that they overlap with the other workers' training
+        _stored_evaluation(*_run_eval_target(cfg, Path(run_dir), overrides, n_puzzles))
+    return summary
+
+
+def _eval_worker(args: tuple) -> str:
+    model_path, ecfg, records, protocol, path = args
+    os.environ.setdefault("OMP_NUM_THREADS", str(ecfg.train.threads))
+    _stored_evaluation(model_path, ecfg, records, protocol, path)
+    return path.name
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None,
-                   store: str | Path | None = None) -> ExperimentResult:
+                   store: str | Path | None = None,
+                   evaluations: Sequence[tuple[dict[str, Any], int | None]] = ()) -> ExperimentResult:
     """Run every (sweep point x seed) of ``cfg`` (runs already finished are reused); results under ``out_dir``.
 
     Runs live in the run store ``store/<run_key>`` (default ``out_dir/runs``; the notebooks share
     ``outputs/<profile>/runs``): a run is named by what it computes (:func:`~dgro_lib.runstore.run_key`), so every
     experiment that asks for the same configuration and seed gets the same run, trained once. ``out_dir/runs.csv``
     lists the runs this experiment used (its label for each, the sweep point, the seed, the store folder). The base
-    model is built and evaluated first in this process, so parallel workers only read it.
+    model is built first in this process, so parallel workers only read it.
+
+    ``evaluations`` are further protocols, each ``(eval overrides, number of puzzles or None)`` as
+    :func:`evaluate_runs` takes them: each worker computes them for its run right after training it, and the base
+    models' evaluations are jobs of the same pool, queued after the runs, so that no core waits while another
+    evaluates. A later :func:`evaluate_runs` with the same arguments reads them back from the store.
     """
     check_runnable_here(cfg)  # a GPU setting on a CPU machine: a ConfigError naming the key, not a CUDA traceback
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Path(store) if store is not None else out_dir / "runs"
     write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None, extra={"run_store": str(store)})
-    base = _base_eval(cfg, out_dir, store)
-    jobs = [(concrete, seed, store / run_key(concrete, seed), point) for point, seed, concrete in expand_sweep(cfg)]
-    # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base
-    base_of, bases = {}, {_model_identity(cfg, resolve_model_path(cfg)): base}
-    for concrete, seed, run_dir, _ in jobs:
+    evaluations = [(dict(overrides), n) for overrides, n in evaluations]
+    jobs = [(concrete, seed, store / run_key(concrete, seed), point, evaluations)
+            for point, seed, concrete in expand_sweep(cfg)]
+    # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base.
+    # resolve_model_path builds an embedded base that is not cached yet, here, before any worker needs it.
+    base_cfgs = {_model_identity(cfg, resolve_model_path(cfg)): cfg}
+    base_of = {}
+    for concrete, seed, run_dir, _, _ in jobs:
         ident = _model_identity(concrete, resolve_model_path(concrete))
-        if ident not in bases:
-            bases[ident] = _base_eval(concrete, out_dir, store, copy=False)
+        base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
-    write_json(out_dir / "bases.json", bases)
+    eval_jobs = [_base_eval_target(c, store, overrides, n)
+                 for c in base_cfgs.values() for overrides, n in [({}, None), *evaluations]]
     listing = pd.DataFrame([{"run": run_id_for(point, seed), "seed": seed, "key": run_dir.name,
                              "path": os.path.relpath(run_dir, out_dir), "sweep_point": json.dumps(point),
-                             "base_model": base_of[run_dir]} for _, seed, run_dir, point in jobs])
+                             "base_model": base_of[run_dir]} for _, seed, run_dir, point, _ in jobs])
     if listing["run"].duplicated().any():  # two sweep points with one label would overwrite each other's rows
         raise ValueError(f"sweep: points with the same label {listing['run'][listing['run'].duplicated()].tolist()}")
     atomic_write(out_dir / "runs.csv", lambda tmp: listing.to_csv(tmp, index=False))
@@ -158,20 +177,31 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
               f"{(time.time() - t0) / 60:.1f} min since start", flush=True)
 
     if workers <= 1:
+        for job in eval_jobs:
+            _eval_worker(job)
         for job in jobs:
             report(job, _worker(job))
     else:
         ctx = mp.get_context("spawn")  # fork after torch initialised its thread pools can deadlock
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # runs first, the (short) base evaluations after them: they fill the cores the last runs leave idle
             futures = {pool.submit(_worker, job): job for job in jobs}
+            futures |= {pool.submit(_eval_worker, job): None for job in eval_jobs}
             for fut in cf.as_completed(futures):
-                exc = fut.exception()
+                exc, job = fut.exception(), futures[fut]
+                if job is None:  # a base evaluation
+                    if exc is not None:
+                        failures.append(("base evaluation", exc))
+                    continue
                 if exc is not None:
-                    failures.append((futures[fut][2].name, exc))
-                report(futures[fut], None if exc is not None else fut.result())
+                    failures.append((job[2].name, exc))
+                report(job, None if exc is not None else fut.result())
     if failures:
         names = ", ".join(n for n, _ in failures)
-        raise RuntimeError(f"{len(failures)} run(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
+        raise RuntimeError(f"{len(failures)} job(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
+    base = _base_eval(cfg, out_dir, store)  # computed above: read back from the store
+    bases = {ident: base if c is cfg else _base_eval(c, out_dir, store, copy=False) for ident, c in base_cfgs.items()}
+    write_json(out_dir / "bases.json", bases)
     result = collect_results(out_dir, base=base)
     finish_manifest(out_dir / "manifest.json", runs=listing[["run", "key"]].to_dict("records"))
     return result
@@ -230,6 +260,31 @@ def _eval_setup(cfg: ExperimentConfig, eval_overrides: dict[str, Any], n_puzzles
     return ecfg, records, json.loads(json.dumps(protocol_for_config(ecfg, len(records))))
 
 
+def _base_eval_target(cfg: ExperimentConfig, store: Path, eval_overrides: dict[str, Any],
+                      n_puzzles: int | None = None) -> tuple:
+    """The arguments of :func:`_stored_evaluation` for ``cfg``'s base model under ``cfg.eval`` with
+    ``eval_overrides``: one store key, whoever asks (:func:`run_experiment`'s pool, :func:`evaluate_runs`,
+    :func:`_base_eval`)."""
+    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles)
+    model_path = resolve_model_path(ecfg)
+    key = base_eval_key(_model_identity(ecfg, model_path), protocol, records)
+    return model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json"
+
+
+def _run_eval_target(cfg: ExperimentConfig, run_dir: Path, eval_overrides: dict[str, Any],
+                     n_puzzles: int | None = None, *, label: str | None = None) -> tuple:
+    """The arguments of :func:`_stored_evaluation` for the last checkpoint of the finished run ``run_dir``
+    (stored as ``run_dir/evals/<key>.json``)."""
+    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles)
+    ckpt = latest_checkpoint(run_dir / "trainer")
+    steps = cfg.train.max_steps
+    if ckpt is None or not (run_dir / "final_eval.json").exists() or not ckpt.endswith(f"checkpoint-{steps}"):
+        raise FileNotFoundError(f"{run_dir}: run {label or run_dir.name} has no checkpoint at its last step {steps} "
+                                "to evaluate")
+    key = base_eval_key(Path(ckpt).name, protocol, records)
+    return ckpt, ecfg, records, protocol, run_dir / "evals" / f"{key}.json"
+
+
 def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: str | Path,
                              eval_overrides: dict[str, Any], *, n_puzzles: int | None = None) -> pd.DataFrame:
     """Greedy (``cfg.eval``) and sampled (``eval_overrides``) accuracy of several embedded base models on the first
@@ -271,25 +326,17 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
     for row in listing.itertuples():
         point = json.loads(row.sweep_point)
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
-        ecfg, records, protocol = _eval_setup(concrete, eval_overrides, n_puzzles)
-        base_path = resolve_model_path(ecfg)
-        ident = _model_identity(ecfg, base_path)
+        base_target = _base_eval_target(concrete, store, eval_overrides, n_puzzles)
+        ident = _model_identity(concrete, base_target[0])
         if ident not in seen_bases:
             seen_bases.add(ident)
-            key = base_eval_key(ident, protocol, records)
-            targets.append(("base", base_path, store / "base" / f"{key}.json", ecfg, records, protocol,
-                            {"base_model": ident}))
-        run = result.out_dir / row.path
-        ckpt = latest_checkpoint(run / "trainer")
-        steps = concrete.train.max_steps
-        if ckpt is None or not (run / "final_eval.json").exists() or not ckpt.endswith(f"checkpoint-{steps}"):
-            raise FileNotFoundError(f"{run}: run {row.run} has no checkpoint at its last step {steps} to evaluate")
-        key = base_eval_key(Path(ckpt).name, protocol, records)
-        targets.append((row.run, ckpt, run / "evals" / f"{key}.json", ecfg, records, protocol,
-                        {"seed": int(row.seed), "base_model": ident, **point}))
+            targets.append(("base", base_target, {"base_model": ident}))
+        run_target = _run_eval_target(concrete, result.out_dir / row.path, eval_overrides, n_puzzles,
+                                      label=row.run)
+        targets.append((row.run, run_target, {"seed": int(row.seed), "base_model": ident, **point}))
     rows = []
     torch.set_num_threads(cfg.train.threads)
-    for name, model_path, path, ecfg, records, protocol, tags in tqdm(targets, desc="evaluations", mininterval=5):
-        saved = _stored_evaluation(model_path, ecfg, records, protocol, path)
+    for name, target, tags in tqdm(targets, desc="evaluations", mininterval=5):
+        saved = _stored_evaluation(*target)
         rows.append({"run": name, **tags, **saved["summary"], "correct": saved["correct"]})
     return pd.DataFrame(rows)

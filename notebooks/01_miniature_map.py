@@ -69,8 +69,8 @@ bases.round(4)
 # ## The map
 
 # %%
-result = run_experiment(cfg, out, workers=workers, store=store)
-sampled = evaluate_runs(result, cfg, cfg.extra["sampled_eval"])
+result = run_experiment(cfg, out, workers=workers, store=store, evaluations=[(cfg.extra["sampled_eval"], None)])
+sampled = evaluate_runs(result, cfg, cfg.extra["sampled_eval"])  # computed beside the training: read back
 table = rl_map_table(result, sampled, list(cfg.sweep))
 atomic_write(out / "rl_map.csv", lambda tmp: table.to_csv(tmp, index=False))
 table.round(4)

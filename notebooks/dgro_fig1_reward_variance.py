@@ -58,7 +58,9 @@ print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta
       f"G={t.num_generations}, {t.prompts_per_step} prompts/step, {t.max_steps} steps")
 
 # %%
-result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs")  # the profile's shared run store
+sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs",  # the profile's shared run store
+                        evaluations=[sampled_protocol])
 base = result.base["summary"]
 print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles")
 
@@ -76,7 +78,7 @@ table[["reward.scheme", "seed", "acc_before", "acc_after", "delta_points", "fixe
 # paired z of the per-puzzle change in the fraction of correct samples, pooled over seeds.
 
 # %%
-sampled = evaluate_runs(result, cfg, cfg.extra["sampled_eval"], n_puzzles=cfg.extra["sampled_eval_puzzles"])
+sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 base_fraction = sampled.loc[sampled["run"] == "base", "correct"].iloc[0]
 sampled_table = paired_fraction_table(sampled[sampled["run"] != "base"], base_fraction, by="reward.scheme")
 sampled_table.to_csv(out / "fig1_sampled_vs_base.csv", index=False)

@@ -249,7 +249,8 @@ def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_make
         return {"accuracy": 0.5}
 
     monkeypatch.setattr(E, "launch_run", fake_launch)
-    monkeypatch.setattr(E, "_base_eval", lambda cfg, out_dir, store=None: {"summary": {}, "correct": [True]})
+    monkeypatch.setattr(E, "_base_eval", lambda cfg, out_dir, store=None, copy=True: {"summary": {}, "correct": [True]})
+    monkeypatch.setattr(E, "_stored_evaluation", lambda *args: None)
     fig1 = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"seeds": [0]})
     store = tmp_path / "runs"
     first = E.run_experiment(fig1, tmp_path / "fig1", workers=1, store=store)
@@ -266,3 +267,23 @@ def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_make
     assert run_key(apply_overrides(fig1, {"eval.max_new_tokens": 17}), 0) != run_key(fig1, 0)
     assert run_key(apply_overrides(fig1, {"train.forward_chunk_rows": 3, "workers": 7}), 0) == run_key(fig1, 0)
 
+
+
+def test_evaluations_asked_of_run_experiment_are_computed_once_and_read_back_by_evaluate_runs(tmp_path, monkeypatch):
+    """A second protocol given to run_experiment is computed by the worker right after its run (and for the base, as
+    a job of the pool); evaluate_runs with the same arguments then finds every evaluation in the store."""
+    import dgro_lib.experiment as E
+
+    cfg = _tiny(**{"train.max_steps": 1, "train.eval_every": 0, "seeds": [0], "data.n_eval": 6})
+    sampled = ({"temperature": 1.0, "n_samples": 2, "ks": [1, 2]}, 3)
+    calls = []
+    real = E._evaluate_base
+    monkeypatch.setattr(E, "_evaluate_base", lambda *a: calls.append(a[2]) or real(*a))
+    result = E.run_experiment(cfg, tmp_path / "exp", workers=1, evaluations=[sampled])
+    assert [len(records) for records in calls] == [6, 3, 3]  # base greedy, base sampled, the run sampled
+    assert result.base["summary"]["n"] == 6 and len(result.finals) == 1
+    monkeypatch.setattr(E, "_evaluate_base", lambda *a: pytest.fail("evaluated twice"))
+    table = E.evaluate_runs(result, cfg, sampled[0], n_puzzles=sampled[1])
+    assert table["run"].tolist() == ["base", result.finals["run"].iloc[0]]
+    assert table["n"].tolist() == [3 * 2, 3 * 2]  # generations: 3 puzzles x 2 samples
+    assert all(len(c) == 3 for c in table["correct"])

@@ -240,7 +240,7 @@ def test_two_processes_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
     monkeypatch.setattr(E, "launch_run", slow_launch)
     cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
     (tmp_path / "runs").mkdir()
-    _race(E._worker, [((cfg, 0, tmp_path / "runs" / "abc", {}),)] * 2)
+    _race(E._worker, [((cfg, 0, tmp_path / "runs" / "abc", {}, []),)] * 2)
     assert len(list(marks.iterdir())) == 1
     assert json.loads((tmp_path / "runs" / "abc" / "final_eval.json").read_text())["summary"] == {"accuracy": 1.0}
 
