@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -245,7 +246,8 @@ def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     return df.apply(lambda r: ", ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols), axis=1)
 
 
-def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: int = 10) -> pd.DataFrame:
+def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: int = 10,
+                 labeler=None) -> pd.DataFrame:
     """One row per sweep point of an RL map, pooled over seeds: greedy accuracy (pooled McNemar z vs the base),
     sampled accuracy (avg@k; paired z on the seed-averaged per-puzzle differences), and from training: the sampled
     training accuracy over the first and last ``window`` steps, the mean fraction of zero-variance groups, the last
@@ -253,11 +255,13 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
 
     ``result`` is :class:`~dgro_lib.experiment.ExperimentResult`; ``sampled`` is
     :func:`~dgro_lib.experiment.evaluate_runs` under the sampled protocol (its ``run == "base"`` rows are the base
-    models). A sweep that changes the base model compares each run with its own base.
+    models). A sweep that changes the base model compares each run with its own base. ``labeler`` names the points
+    (a function of a DataFrame with the sweep columns, returning one label per row; default :func:`point_labels`).
     """
     from .evaluate import paired_fraction_table, paired_improvement_table
 
-    finals = result.finals.assign(point=point_labels(result.finals, keys))
+    labeler = labeler or (lambda df: point_labels(df, keys))
+    finals = result.finals.assign(point=labeler(result.finals))
     if "base_model" not in finals:
         finals["base_model"] = next(iter(result.bases), "base")
     bases = result.bases or {finals["base_model"].iloc[0]: result.base}
@@ -285,7 +289,7 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
         "sampled_delta_points": samp["delta_points"], "sampled_z": samp["z"],
         "train_minutes": finals.groupby("point")["train_seconds"].mean() / 60,
     }).join(train)
-    order = list(dict.fromkeys(point_labels(pd.DataFrame(_points_in_order(result)), keys)))
+    order = list(dict.fromkeys(labeler(pd.DataFrame(_points_in_order(result)))))
     return table.reindex(order).rename_axis("point").reset_index()
 
 
@@ -340,3 +344,292 @@ def pooled_gain_claims(table: pd.DataFrame, *, by: str, metric: str) -> list[dic
     pooled = table[table["seed"] == "pooled"]
     return [{"claim": f"{r[by]}: {metric} gain over base (points)", "value": r["delta_points"],
              "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan} for _, r in pooled.iterrows()]
+
+
+# ---------------------------------------------------------------------------------------------
+# DGRO Fig. 2: the (beta1, beta2) grid (notebooks/dgro_fig2_beta)
+# ---------------------------------------------------------------------------------------------
+
+
+def label_points(result, keys: Sequence[str], *, labeler=None):
+    """A copy of an :class:`~dgro_lib.experiment.ExperimentResult` whose metrics, heldout and finals carry a
+    ``point`` column (``labeler`` of each frame, default :func:`point_labels` of ``keys``), the one hue a figure of
+    a multi-key sweep needs."""
+    labeler = labeler or (lambda df: point_labels(df, keys))
+    out = copy.copy(result)
+    for name in ("metrics", "heldout", "finals"):
+        df = getattr(result, name)
+        if not df.empty:
+            setattr(out, name, df.assign(point=labeler(df)))
+    return out
+
+
+def paired_between_points(finals: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, by: str = "point"
+                          ) -> pd.DataFrame:
+    """Seed-paired McNemar tests between sweep points: for each ``(after, before)`` pair of ``by`` values, each
+    seed both have compares the two runs on the same held-out puzzles, and the pooled row sums the discordant
+    counts over those seeds. Columns: after, before, seeds, delta_points (mean over seeds), fixed, broken, z, p."""
+    from .evaluate import mcnemar
+
+    runs = {(r[by], r["seed"]): r["correct"] for _, r in finals.iterrows()}
+    rows = []
+    for after, before in pairs:
+        seeds = sorted(s for (p, s) in runs if p == after and (before, s) in runs)
+        if not seeds:
+            raise ValueError(f"{by}: no seed has both {after!r} and {before!r}")
+        tests = [mcnemar(runs[(before, s)], runs[(after, s)]) for s in seeds]
+        fixed, broken = sum(t["fixed"] for t in tests), sum(t["broken"] for t in tests)
+        z = (fixed - broken) / math.sqrt(fixed + broken) if fixed + broken else 0.0
+        rows.append({"after": after, "before": before, "seeds": len(seeds),
+                     "delta_points": 100 * sum(t["acc_after"] - t["acc_before"] for t in tests) / len(tests),
+                     "fixed": fixed, "broken": broken, "z": z, "p": math.erfc(abs(z) / math.sqrt(2.0))})
+    return pd.DataFrame(rows)
+
+
+def entropy_fluctuation(metrics: pd.DataFrame, *, by: str = "point", column: str = "entropy") -> pd.DataFrame:
+    """How much the per-step ``column`` jumps within a run: the s.d. of its step-to-step differences (a trend
+    contributes little, a spike a lot). One row per run (``by``, seed, fluctuation)."""
+    rows = []
+    for (point, seed, run), g in metrics.groupby([by, "seed", "run"], sort=False):
+        d = g.sort_values("step")[column].dropna().diff().dropna()
+        rows.append({by: point, "seed": seed, "run": run, "fluctuation": float(d.std(ddof=1)) if len(d) > 1
+                     else math.nan})
+    return pd.DataFrame(rows)
+
+
+def _label(b1: float, b2: float, keys: Sequence[str]) -> str:
+    return point_labels(pd.DataFrame([{keys[0]: b1, keys[1]: b2}]), keys).iloc[0]
+
+
+def beta_grid_verdicts(finals: pd.DataFrame, metrics: pd.DataFrame, *, keys: Sequence[str] = (
+        "loss.kwargs.beta1", "loss.kwargs.beta2"), z_threshold: float = 3.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """DGRO Fig. 2's claims tested on a (β1, β2) grid (``finals`` / ``metrics`` of :func:`label_points`, with the
+    sweep columns ``keys``). Returns (verdicts, tests): one row per claim (statement, verdict, evidence) and the
+    seed-paired tests they rest on (:func:`paired_between_points`).
+
+    * Theorem 3.3's reading: at the largest β1, accuracy falls as β2 grows — tested between the smallest and the
+      largest positive β2 (pooled paired z), with the means' order reported;
+    * β2 = 0.01 at β1 = 1 fluctuates most in entropy (:func:`entropy_fluctuation` against every other point);
+    * under Adam only β2/β1 matters (the loss at (cβ1, cβ2) is c times the loss at (β1, β2), and Adam is
+      invariant to a constant factor up to ε and clipping): points of equal ratio compared seed by seed;
+    * what β2 does: each point against β2 = 0 at its β1 (helps / hurts / no detectable effect, |z| > threshold).
+    """
+    b1s = sorted(finals[keys[0]].unique())
+    b2s = sorted(finals[keys[1]].unique())
+    label = {(b1, b2): _label(b1, b2, keys) for b1 in b1s for b2 in b2s}
+    acc = finals.groupby("point")["accuracy"].agg(["mean", "std"])
+    pairs = []
+    top = b1s[-1]
+    positive = [b for b in b2s if b > 0]
+    if len(positive) >= 2:
+        pairs.append((label[(top, positive[0])], label[(top, positive[-1])]))
+    for b1 in b1s:
+        pairs += [(label[(b1, b2)], label[(b1, 0.0)]) for b2 in positive if 0.0 in b2s]
+    ratio = {}
+    for b1, b2 in label:
+        ratio.setdefault(round(b2 / b1, 12), []).append(label[(b1, b2)])
+    same = [tuple(v[:2]) for v in ratio.values() if len(v) >= 2]
+    pairs += same
+    tests = paired_between_points(finals, pairs)
+    t = tests.set_index(["after", "before"])
+    rows = []
+    if len(positive) >= 2:
+        lo, hi = label[(top, positive[0])], label[(top, positive[-1])]
+        r = t.loc[(lo, hi)]
+        means = [acc.loc[label[(top, b)], "mean"] for b in positive]
+        ordered = all(a >= b for a, b in zip(means, means[1:]))
+        verdict = ("reproduced" if r.z > z_threshold and ordered else "reversed" if r.z < -z_threshold
+                   else "not established")
+        rows.append({"statement": f"smaller β2 → higher accuracy when β1 is not small (β1 = {top:g}; DGRO §4.3, "
+                                  "Theorem 3.3)", "verdict": verdict,
+                     "evidence": f"β2 = {positive[0]:g} vs {positive[-1]:g}: {r.delta_points:+.2f} points, pooled "
+                                 f"paired z {r.z:+.2f} ({int(r.fixed)} / {int(r.broken)}); means by β2 "
+                                 + ", ".join(f"{b:g}: {100 * m:.2f} %" for b, m in zip(positive, means))
+                                 + ("" if ordered else " (not in order)")})
+    fl = entropy_fluctuation(metrics)
+    f = fl.groupby("point")["fluctuation"].agg(["mean", "std"])
+    key = label.get((1.0, 0.01))
+    if key is not None and key in f.index:
+        others = f.drop(index=key)
+        margin = 2 * float(f["std"].fillna(0).max())
+        verdict = ("reproduced" if f.loc[key, "mean"] > others["mean"].max() + margin
+                   else "not reproduced" if f.loc[key, "mean"] < others["mean"].max() else "not established")
+        rows.append({"statement": "(β1, β2) = (1, 0.01) shows entropy fluctuations (DGRO Fig. 2c)", "verdict": verdict,
+                     "evidence": f"s.d. of step-to-step entropy change: {f.loc[key, 'mean']:.4f} against "
+                                 f"{others['mean'].min():.4f}–{others['mean'].max():.4f} at the other points "
+                                 f"(largest seed s.d. {f['std'].max():.4f})"})
+    for a, b in same:
+        r = t.loc[(a, b)]
+        gap = abs(acc.loc[a, "mean"] - acc.loc[b, "mean"]) * 100
+        noise = 100 * float(acc["std"].fillna(0).max())
+        rows.append({"statement": f"only β2/β1 matters under Adam: {a} ≡ {b}",
+                     "verdict": "holds" if abs(r.z) < z_threshold and gap <= max(noise, 1e-9) else "differs",
+                     "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f}, "
+                                 f"{int(r.fixed + r.broken)} discordant puzzles over {int(r.seeds)} seeds; mean gap "
+                                 f"{gap:.2f} points vs seed s.d. {noise:.2f}"})
+    for b1 in b1s:
+        for b2 in positive:
+            if 0.0 not in b2s:
+                break
+            r = t.loc[(label[(b1, b2)], label[(b1, 0.0)])]
+            effect = "helps" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no detectable effect"
+            rows.append({"statement": f"β2 = {b2:g} against β2 = 0 at β1 = {b1:g}", "verdict": effect,
+                         "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f} "
+                                     f"({int(r.fixed)} / {int(r.broken)})"})
+    return pd.DataFrame(rows), tests
+
+
+__all__ += ["label_points", "paired_between_points", "entropy_fluctuation", "beta_grid_verdicts"]
+
+
+# ---------------------------------------------------------------------------------------------
+# DGRO Fig. 3: methods compared (notebooks/dgro_fig3_methods)
+# ---------------------------------------------------------------------------------------------
+
+METHOD_NAMES = {"dgro": "DGRO", "grpo": "GRPO", "online_dpo": "Online DPO", "kimi": "Kimi k1.5", "dro": "DRO"}
+
+
+def method_labels(df: pd.DataFrame, *, loss: dict | None = None) -> pd.Series:
+    """One label per row of a sweep over ``loss`` (a dict per row, as the sweep point stores it) and
+    ``reward.scheme``: the method's name, with the reward range for the reward-scale-sensitive DGRO family
+    (``DGRO [-5,5]``); GRPO normalises by the group's s.d. and online DPO only ranks, so their scheme is not named.
+    ``loss``: the config's loss section, for rows of a sweep that does not vary it."""
+    def one(r) -> str:
+        value = r["loss"] if "loss" in r.index else loss
+        if value is None:
+            raise ValueError("method_labels: the rows have no `loss` column and no loss= was given")
+        loss_ = value if isinstance(value, dict) else json.loads(value)
+        name = METHOD_NAMES.get(loss_["name"], loss_["name"])
+        return f"{name} {r['reward.scheme']}" if loss_["name"] in ("dgro", "kimi", "dro") else name
+    return df.apply(one, axis=1)
+
+
+def method_verdicts(finals: pd.DataFrame, base: dict, *, reference: str = "GRPO", weakest: str = "Online DPO",
+                    z_threshold: float = 3.0, length_tolerance: float = 0.10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """DGRO Fig. 3's claims from the trained methods (``finals`` with a ``point`` column of :func:`method_labels`
+    and each run's held-out ``mean_length``; ``base`` the base model's evaluation). Returns (verdicts, tests):
+
+    * every DGRO arm against ``reference`` (GRPO), and ``reference`` against ``weakest`` (online DPO): seed-paired
+      McNemar pooled over seeds (:func:`paired_between_points`); *reproduced* when z > ``z_threshold``,
+      *reversed* when z < −threshold, else *not established*;
+    * "DGRO does not lengthen responses": each DGRO arm's mean held-out greedy response length against the base
+      model's on the same puzzles; *holds* when no longer than (1 + ``length_tolerance``) × the base's.
+    """
+    dgro = [p for p in dict.fromkeys(finals["point"]) if p.startswith("DGRO")]
+    pairs = [(p, reference) for p in dgro] + [(reference, weakest)]
+    tests = paired_between_points(finals, pairs)
+    rows = []
+    for r in tests.itertuples():
+        verdict = "reproduced" if r.z > z_threshold else "reversed" if r.z < -z_threshold else "not established"
+        rows.append({"statement": f"{r.after} > {r.before}", "verdict": verdict,
+                     "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f} ({int(r.fixed)} / "
+                                 f"{int(r.broken)} over {int(r.seeds)} seeds)"})
+    base_len = float(base["summary"]["mean_length"])
+    lengths = finals.groupby("point")["mean_length"].agg(["mean", "std"])
+    for p in dgro:
+        ratio = lengths.loc[p, "mean"] / base_len
+        rows.append({"statement": f"{p} does not lengthen responses", "verdict":
+                     "holds" if ratio <= 1 + length_tolerance else "fails",
+                     "evidence": f"held-out greedy response length {lengths.loc[p, 'mean']:.1f} ± "
+                                 f"{lengths.loc[p, 'std']:.1f} tokens against the base's {base_len:.1f} "
+                                 f"(× {ratio:.3f})"})
+    return pd.DataFrame(rows), tests
+
+
+__all__ += ["METHOD_NAMES", "method_labels", "method_verdicts"]
+
+
+# ---------------------------------------------------------------------------------------------
+# DGRO Table 2: pass@1 by number of people (notebooks/dgro_table2_kk)
+# ---------------------------------------------------------------------------------------------
+
+# DGRO paper, Table 2 (pass@1 on the K&K test set, 100 puzzles per size): quoted, not measured here. Columns are
+# people counts; the paper trains on 3-7 people, so 2 and 8 are its out-of-distribution columns.
+DGRO_TABLE2_PAPER = pd.DataFrame(
+    [["o3-mini-high", 0.98, 0.97, 0.95, 0.94, 0.89, 0.99, 0.83],
+     ["o1-2024-12-17", 0.51, 0.38, 0.38, 0.35, 0.30, 0.83, 0.20],
+     ["Deepseek-R1", 0.73, 0.77, 0.78, 0.75, 0.88, 0.91, 0.83],
+     ["GPT-4o", 0.57, 0.49, 0.32, 0.23, 0.21, 0.68, 0.11],
+     ["GPT-4o-mini", 0.42, 0.34, 0.17, 0.09, 0.10, 0.63, 0.01],
+     ["NuminaMath-7B-CoT", 0.13, 0.12, 0.05, 0.01, 0.00, 0.28, 0.00],
+     ["Deepseek-Math-7B", 0.21, 0.08, 0.06, 0.02, 0.00, 0.35, 0.00],
+     ["Qwen2.5-Base-7B", 0.34, 0.16, 0.09, 0.01, 0.00, 0.41, 0.00],
+     ["Qwen2.5-7B-Instruct-1M", 0.40, 0.25, 0.11, 0.06, 0.02, 0.49, 0.01],
+     ["+Logic-RL", 0.99, 0.94, 0.92, 0.91, 0.80, 0.99, 0.67],
+     ["+DGRO [-3,3]", 0.98, 0.99, 0.95, 0.89, 0.90, 0.96, 0.82],
+     ["+DGRO [-5,5]", 1.0, 1.0, 0.98, 0.98, 0.95, 1.0, 0.87]],
+    columns=["model", 3, 4, 5, 6, 7, 2, 8])
+
+
+def kk_size_table(evals: dict[int, pd.DataFrame], *, train_people: Sequence[int], labeler
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """DGRO Table 2 from per-size evaluations: ``evals[people]`` is :func:`~dgro_lib.experiment.evaluate_runs` on
+    that people count's held-out puzzles (its ``run == "base"`` row the base model). ``labeler`` names the runs'
+    sweep points (e.g. ``DGRO [-3,3]``).
+
+    Returns (long, tests). ``long``: one row per (model, people): n puzzles, seeds, pass@1 mean and s.d. over seeds,
+    and ``in_training`` (the size is one the model was trained on; the others are out of distribution *for this
+    model*, whatever the paper's split). ``tests``: each run label against the base at each size, McNemar pooled
+    over seeds (:func:`~dgro_lib.evaluate.paired_improvement_table`).
+    """
+    from .evaluate import paired_improvement_table
+
+    long, tests = [], []
+    for people, ev in evals.items():
+        base = ev[ev["run"] == "base"]
+        if len(base) != 1:
+            raise ValueError(f"{people} people: expected one base-model row, found {len(base)}")
+        runs = ev[ev["run"] != "base"].assign(point=lambda d: labeler(d))
+        rows = [("base model", base)] + list(runs.groupby("point", sort=False))
+        for label, g in rows:
+            long.append({"model": label, "people": people, "n": int(g["n"].iloc[0]), "seeds": len(g),
+                         "pass@1": g["accuracy"].mean(), "std": g["accuracy"].std(ddof=1) if len(g) > 1 else 0.0,
+                         "in_training": people in train_people})
+        t = paired_improvement_table(runs, base["correct"].iloc[0], by="point")
+        tests.append(t[t["seed"] == "pooled"].drop(columns="seed").assign(people=people))
+    tests = pd.concat(tests, ignore_index=True).rename(columns={"point": "model"})
+    return pd.DataFrame(long), tests[["model", "people", "acc_before", "acc_after", "delta_points", "fixed",
+                                      "broken", "z", "p"]]
+
+
+def kk_size_wide(long: pd.DataFrame, *, paper: pd.DataFrame | None = DGRO_TABLE2_PAPER) -> pd.DataFrame:
+    """``long`` of :func:`kk_size_table` in Table 2's layout: one row per model, one column per people count in the
+    paper's order (3-7, then 2 and 8), each ``mean`` (± s.d. over seeds where there are several), and the average
+    over the columns; ``paper``'s rows appended, marked ``source = quoted from the paper`` (their average over the
+    same columns: the paper's own Avg. when all seven are measured)."""
+    order = [p for p in (3, 4, 5, 6, 7, 2, 8) if p in set(long["people"])] + sorted(
+        set(long["people"]) - {3, 4, 5, 6, 7, 2, 8})
+    cell = long.assign(cell=[f"{m:.2f}" + (f" ± {s:.2f}" if k > 1 else "") for m, s, k in
+                             zip(long["pass@1"], long["std"], long["seeds"])])
+    wide = cell.pivot(index="model", columns="people", values="cell").reindex(
+        index=list(dict.fromkeys(long["model"])), columns=order)
+    wide["Avg."] = long.pivot(index="model", columns="people", values="pass@1")[order].mean(axis=1).map("{:.3f}".format)
+    wide = wide.reset_index().assign(source="measured here")
+    if paper is not None:
+        shown = [c for c in order if c in paper]  # the average over the columns measured here, as for our rows
+        quoted = paper.assign(**{"Avg.": paper[shown].mean(axis=1).map("{:.3f}".format)})
+        quoted = quoted[["model", *shown, "Avg."]].astype({c: str for c in shown})
+        wide = pd.concat([wide, quoted.assign(source="quoted from the paper")], ignore_index=True)
+    wide.columns = [f"{c} people" if isinstance(c, (int, np.integer)) else c for c in wide.columns]
+    return wide
+
+
+def table2_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
+    """One verdict per (model, people): *improves* (pooled z > threshold), *hurts* (z < −threshold), *no change*,
+    or *not testable at this scale* when the base and every seed of the model score 0 at that size (a size the
+    miniature cannot solve); the size's place in training (in / out of distribution for this model) beside it."""
+    rows = []
+    for r in tests.itertuples():
+        model_row = long[(long["model"] == r.model) & (long["people"] == r.people)].iloc[0]
+        if r.acc_before == 0 and model_row["pass@1"] == 0:
+            verdict = "not testable at this scale"
+        else:
+            verdict = "improves" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no change"
+        rows.append({"model": r.model, "people": r.people,
+                     "split": "in training" if model_row["in_training"] else "out of distribution",
+                     "verdict": verdict, "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % "
+                     f"({r.delta_points:+.2f} points, pooled z {r.z:+.2f}, {int(r.fixed)} / {int(r.broken)})"})
+    return pd.DataFrame(rows)
+
+
+__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide", "table2_verdicts"]

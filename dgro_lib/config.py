@@ -236,14 +236,18 @@ class EvalConfig:
     """Rows per generation chunk (memory, not results)."""
 
 
+KINDS = ("train", "eval", "theory")
+
+
 @dataclass
 class ExperimentConfig:
     name: str
     """Experiment name: the notebook and output folder it belongs to."""
     description: str = ""
     kind: str = "train"
-    """``train`` (RL runs) or ``eval`` (the notebook only evaluates a model, e.g. 00_base_model: the dry-run then
-    counts inference memory only)."""
+    """``train`` (RL runs), ``eval`` (the notebook only evaluates a model, e.g. 00_base_model: the dry-run then
+    counts inference memory only) or ``theory`` (no model: exact computations on small settings, e.g. dgro_theory,
+    whose knobs are in ``extra``; the dry-run only validates the file)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Training seeds; every sweep point runs once per seed."""
     workers: int = 1
@@ -281,8 +285,8 @@ def _validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that the types alone cannot express."""
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
-    if cfg.kind not in ("train", "eval"):
-        raise ConfigError(f"kind: {cfg.kind!r} is not one of train, eval")
+    if cfg.kind not in KINDS:
+        raise ConfigError(f"kind: {cfg.kind!r} is not one of {', '.join(KINDS)}")
     if cfg.workers < 1:
         raise ConfigError(f"workers: must be >= 1, got {cfg.workers}")
     t = cfg.train

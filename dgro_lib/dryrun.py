@@ -204,6 +204,8 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
     for f in files:
         try:
             cfg = load_config(f)
+            if cfg.kind == "theory":  # no model to size: loading validated it
+                continue
             seen = set()
             for point, _seed, concrete in expand_sweep(cfg):
                 key = json.dumps(point, sort_keys=True)

@@ -21,11 +21,13 @@ from .runstore import latest_checkpoint, run_key
 
 __all__ = ["DEFAULT_SECONDS_PER_TOKEN", "seconds_per_token", "plan_profile", "format_plan"]
 
-# Measured on the 2-core development machine: a 4 x 16 rollout batch with a 448-token budget took ~6.6 s per step
-# with two runs side by side (the miniature's Fig. 1 recipe), i.e. 6.6 / (64 * 448) s per budgeted rollout token.
-DEFAULT_SECONDS_PER_TOKEN = 6.6 / (64 * 448)
-# Warm-up of the embedded model, seconds per step on one core (same machine, batch 16, 3-person traces).
-DEFAULT_WARMUP_SECONDS_PER_STEP = 1.0
+# Measured on the 2-core development machine (2026-12-01, DGRO Fig. 1 from scratch): a 4 x 16 rollout batch with a
+# 448-token budget took 13.2 s per step with two runs side by side (train_seconds 513-624 s for 45 steps; median
+# 4.61e-4 s per budgeted rollout token), i.e. 13.2 / (64 * 448) s per budgeted rollout token.
+DEFAULT_SECONDS_PER_TOKEN = 13.2 / (64 * 448)
+# Warm-up of the embedded model, seconds per step (same build: 760.7 s + 592.9 s for the 2 x 900 steps of `mini`,
+# batch 16, 2- and 3-person traces, two threads).
+DEFAULT_WARMUP_SECONDS_PER_STEP = 0.75
 
 
 def _budget_tokens(cfg: ExperimentConfig) -> int:
@@ -68,7 +70,7 @@ def _warmup_seconds(cfg: ExperimentConfig) -> float:
 def plan_profile(profile: str, names: list[str], output_root: Path) -> pd.DataFrame:
     """One row per notebook: runs in its params, runs finished in the store, steps left, and the estimated minutes
     (steps left x seconds per step / workers, plus an uncached base model's warm-up). Notebooks whose params have
-    no training runs (``kind: eval``) have 0 runs."""
+    no training runs (``kind: eval`` or ``theory``) have 0 runs; a ``theory`` notebook needs no base model."""
     store = output_root / profile / "runs"
     rate, measured = seconds_per_token(store)
     rows, warmups = [], set()
@@ -86,7 +88,7 @@ def plan_profile(profile: str, names: list[str], output_root: Path) -> pd.DataFr
             steps_left += left
             seconds += left * rate * _budget_tokens(concrete)
         warm = 0.0
-        if cfg.model.embedded_preset not in warmups:  # one build serves every notebook
+        if cfg.kind != "theory" and cfg.model.embedded_preset not in warmups:  # one build serves every notebook
             warm = _warmup_seconds(cfg)
             warmups.add(cfg.model.embedded_preset)
         rows.append({"notebook": name, "runs": len(runs), "finished": done, "steps_left": steps_left,

@@ -113,8 +113,8 @@ def _worker(args: tuple) -> dict:
     # two experiments that share the store may ask for the same run at once: the second waits, then reuses it
     with FileLock(str(run_dir) + ".lock"):
         summary = launch_run(cfg, seed, run_dir, point=point)
-    for overrides, n_puzzles in evaluations:  # here, so that they overlap with the other workers' training
-        _stored_evaluation(*_run_eval_target(cfg, Path(run_dir), overrides, n_puzzles))
+    for overrides, n_puzzles, data in evaluations:  # here, so that they overlap with the other workers' training
+        _stored_evaluation(*_run_eval_target(cfg, Path(run_dir), overrides, n_puzzles, data_overrides=data))
     return summary
 
 
@@ -127,7 +127,7 @@ def _eval_worker(args: tuple) -> str:
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None,
                    store: str | Path | None = None,
-                   evaluations: Sequence[tuple[dict[str, Any], int | None]] = ()) -> ExperimentResult:
+                   evaluations: Sequence[tuple] = ()) -> ExperimentResult:
     """Run every (sweep point x seed) of ``cfg`` (runs already finished are reused); results under ``out_dir``.
 
     Runs live in the run store ``store/<run_key>`` (default ``out_dir/runs``; the notebooks share
@@ -136,8 +136,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     lists the runs this experiment used (its label for each, the sweep point, the seed, the store folder). The base
     model is built first in this process, so parallel workers only read it.
 
-    ``evaluations`` are further protocols, each ``(eval overrides, number of puzzles or None)`` as
-    :func:`evaluate_runs` takes them: each worker computes them for its run right after training it, and the base
+    ``evaluations`` are further protocols, each ``(eval overrides, number of puzzles or None)`` or ``(eval overrides,
+    number of puzzles or None, data overrides)`` as :func:`evaluate_runs` takes them: each worker computes them for its run right after training it, and the base
     models' evaluations are jobs of the same pool, queued after the runs, so that no core waits while another
     evaluates. A later :func:`evaluate_runs` with the same arguments reads them back from the store.
     """
@@ -146,7 +146,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Path(store) if store is not None else out_dir / "runs"
     write_manifest(out_dir / "manifest.json", config=config_to_dict(cfg), seed=None, extra={"run_store": str(store)})
-    evaluations = [(dict(overrides), n) for overrides, n in evaluations]
+    evaluations = [_evaluation_spec(e) for e in evaluations]
     jobs = [(concrete, seed, store / run_key(concrete, seed), point, evaluations)
             for point, seed, concrete in expand_sweep(cfg)]
     # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base.
@@ -157,8 +157,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
         ident = _model_identity(concrete, resolve_model_path(concrete))
         base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
-    eval_jobs = [_base_eval_target(c, store, overrides, n)
-                 for c in base_cfgs.values() for overrides, n in [({}, None), *evaluations]]
+    eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)
+                 for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
     listing = pd.DataFrame([{"run": run_id_for(point, seed), "seed": seed, "key": run_dir.name,
                              "path": os.path.relpath(run_dir, out_dir), "sweep_point": json.dumps(point),
                              "base_model": base_of[run_dir]} for _, seed, run_dir, point, _ in jobs])
@@ -226,9 +226,9 @@ def collect_results(out_dir: str | Path, *, base: dict | None = None,
         tags = {"run": row.run, "seed": int(row.seed), "key": row.key, **json.loads(row.sweep_point),
                 **({"base_model": row.base_model} if "base_model" in listing else {})}
         if (run / "metrics.csv").exists():
-            metrics.append(pd.read_csv(run / "metrics.csv").assign(**tags))
+            metrics.append(_tagged(pd.read_csv(run / "metrics.csv"), tags))
         if (run / "heldout.csv").exists():
-            heldout.append(pd.read_csv(run / "heldout.csv").assign(**tags))
+            heldout.append(_tagged(pd.read_csv(run / "heldout.csv"), tags))
         if (run / "final_eval.json").exists():
             fe = json.loads((run / "final_eval.json").read_text())
             finals.append({**tags, **fe["summary"], "correct": fe["correct"]})
@@ -242,6 +242,12 @@ def collect_results(out_dir: str | Path, *, base: dict | None = None,
     )
 
 
+def _tagged(df: pd.DataFrame, tags: dict[str, Any]) -> pd.DataFrame:
+    """``df`` with one column per tag, the same value in every row; a dict value (a swept ``loss`` section) is
+    kept whole in each row (``DataFrame.assign`` would read a dict as an index -> value mapping)."""
+    return df.assign(**{k: [v] * len(df) if isinstance(v, (dict, list)) else v for k, v in tags.items()})
+
+
 def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[dict], protocol: dict,
                        path: Path) -> dict:
     """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already
@@ -253,29 +259,41 @@ def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[di
     return json.loads(path.read_text())
 
 
-def _eval_setup(cfg: ExperimentConfig, eval_overrides: dict[str, Any], n_puzzles: int | None = None):
-    ecfg = apply_overrides(cfg, {f"eval.{k}": v for k, v in eval_overrides.items()} | {"sweep": {}},
-                           source="eval_overrides")
+def _evaluation_spec(spec: Sequence) -> tuple[dict[str, Any], int | None, dict[str, Any]]:
+    """``(eval overrides, n_puzzles[, data overrides])`` as run_experiment's ``evaluations`` take it, in full."""
+    if not 2 <= len(spec) <= 3:
+        raise ValueError(f"evaluations: {spec!r} is not (eval overrides, n_puzzles[, data overrides])")
+    return dict(spec[0]), spec[1], dict(spec[2]) if len(spec) == 3 else {}
+
+
+def _eval_setup(cfg: ExperimentConfig, eval_overrides: dict[str, Any], n_puzzles: int | None = None,
+                data_overrides: dict[str, Any] | None = None):
+    """``cfg`` with ``eval.<k>`` and ``data.<k>`` overridden (the held-out set itself may change: another people
+    count for DGRO Table 2), its first ``n_puzzles`` held-out records and the protocol that keys the evaluation."""
+    overrides = ({f"eval.{k}": v for k, v in eval_overrides.items()}
+                 | {f"data.{k}": v for k, v in (data_overrides or {}).items()} | {"sweep": {}})
+    ecfg = apply_overrides(cfg, overrides, source="evaluation overrides")
     records = load_eval_records(ecfg)[:n_puzzles]
     return ecfg, records, json.loads(json.dumps(protocol_for_config(ecfg, len(records))))
 
 
 def _base_eval_target(cfg: ExperimentConfig, store: Path, eval_overrides: dict[str, Any],
-                      n_puzzles: int | None = None) -> tuple:
+                      n_puzzles: int | None = None, *, data_overrides: dict[str, Any] | None = None) -> tuple:
     """The arguments of :func:`_stored_evaluation` for ``cfg``'s base model under ``cfg.eval`` with
     ``eval_overrides``: one store key, whoever asks (:func:`run_experiment`'s pool, :func:`evaluate_runs`,
     :func:`_base_eval`)."""
-    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles)
+    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
     model_path = resolve_model_path(ecfg)
     key = base_eval_key(_model_identity(ecfg, model_path), protocol, records)
     return model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json"
 
 
 def _run_eval_target(cfg: ExperimentConfig, run_dir: Path, eval_overrides: dict[str, Any],
-                     n_puzzles: int | None = None, *, label: str | None = None) -> tuple:
+                     n_puzzles: int | None = None, *, label: str | None = None,
+                     data_overrides: dict[str, Any] | None = None) -> tuple:
     """The arguments of :func:`_stored_evaluation` for the last checkpoint of the finished run ``run_dir``
     (stored as ``run_dir/evals/<key>.json``)."""
-    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles)
+    ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
     ckpt = latest_checkpoint(run_dir / "trainer")
     steps = cfg.train.max_steps
     if ckpt is None or not (run_dir / "final_eval.json").exists() or not ckpt.endswith(f"checkpoint-{steps}"):
@@ -310,12 +328,14 @@ def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: s
 
 
 def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_overrides: dict[str, Any], *,
-                  n_puzzles: int | None = None) -> pd.DataFrame:
+                  n_puzzles: int | None = None, data_overrides: dict[str, Any] | None = None) -> pd.DataFrame:
     """A second evaluation protocol for every run of ``result`` (its last checkpoint) and for its base model, on the
     same held-out puzzles: the run's ``eval`` section with ``eval_overrides`` applied (e.g. ``{"temperature": 1.0,
     "n_samples": 4}`` for sampled avg@4 beside the greedy final evaluation). Each evaluation is stored beside what it
     evaluates (``<run>/evals/<key>.json``, ``<store>/base/<key>.json``), so it is computed once. ``n_puzzles``
     evaluates on the first that many held-out puzzles only (sampling costs ``n_samples`` generations per puzzle).
+    ``data_overrides`` change the held-out set itself (``{"eval_people": [5], "n_eval": 100}``: DGRO Table 2's
+    columns); they never touch the runs, which stay the ones ``cfg`` names.
 
     Returns one row per run and one per base model (``run == "base"``), each with ``base_model`` (the base's
     identity), the summary and ``correct`` (per puzzle, the fraction of correct samples).
@@ -326,13 +346,13 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
     for row in listing.itertuples():
         point = json.loads(row.sweep_point)
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
-        base_target = _base_eval_target(concrete, store, eval_overrides, n_puzzles)
+        base_target = _base_eval_target(concrete, store, eval_overrides, n_puzzles, data_overrides=data_overrides)
         ident = _model_identity(concrete, base_target[0])
         if ident not in seen_bases:
             seen_bases.add(ident)
             targets.append(("base", base_target, {"base_model": ident}))
         run_target = _run_eval_target(concrete, result.out_dir / row.path, eval_overrides, n_puzzles,
-                                      label=row.run)
+                                      label=row.run, data_overrides=data_overrides)
         targets.append((row.run, run_target, {"seed": int(row.seed), "base_model": ident, **point}))
     rows = []
     torch.set_num_threads(cfg.train.threads)

@@ -128,7 +128,6 @@ def _now() -> str:
 
 
 def write_manifest(path: str | Path, *, config: dict, seed: int | None, extra: dict | None = None) -> dict:
-    """Write (atomically) and return the manifest of one run or one experiment."""
     """Write (atomically) and return the manifest of one run or one experiment: git commit and dirty flag, package
     versions, seed(s), the resolved config, the machine (:func:`machine_info`) and the wall time: ``started`` now;
     :func:`finish_manifest` adds ``finished`` and ``wall_seconds`` when the run or experiment ends."""

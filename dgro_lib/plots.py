@@ -15,7 +15,8 @@ import seaborn as sns
 from .manifest import atomic_write
 
 __all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
-           "success_rate_histogram", "rl_map_figure"]
+           "success_rate_histogram", "rl_map_figure", "soft_value_figure", "gradient_bounds_figure",
+           "kk_size_figure"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
@@ -155,5 +156,92 @@ def rl_map_figure(table: pd.DataFrame, *, title: str) -> plt.Figure:
     ax.set_xlabel("held-out accuracy change vs the base (points)")
     ax.set_ylabel("")
     ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def soft_value_figure(sweep: pd.DataFrame) -> plt.Figure:
+    """DGRO Section 3.1: the error V − r̄ of the mean-reward baseline against β, one panel per reward
+    distribution (:func:`dgro_lib.theory.value_sweep`), with the upper bounds of Theorem 3.3, Theorem E.1 and
+    Hoeffding's lemma, and the β → 0 limit m − r̄ of Lemma 3.2."""
+    names = list(dict.fromkeys(sweep["problem"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.6 * len(names), 3.8), squeeze=False)
+    styles = {"error": ("V − r̄ (exact)", "black", "-"), "bound_thm33": ("Theorem 3.3 bound", "tab:blue", "--"),
+              "bound_e1": ("Theorem E.1 'bound' Var/2β", "tab:red", ":"),
+              "bound_hoeffding": ("Hoeffding (max−min)²/8β", "tab:green", "-.")}
+    for ax, name in zip(axes[0], names):
+        d = sweep[sweep["problem"] == name].sort_values("beta")
+        for col, (label, color, ls) in styles.items():
+            ax.plot(d["beta"], d[col], label=label, color=color, linestyle=ls)
+        ax.axhline(d["limit_beta0"].iloc[0], color="grey", linewidth=0.8, label="m − r̄ (β → 0 limit)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(max(d["error"].min() * 0.3, 1e-6), d["limit_beta0"].iloc[0] * 30)
+        ax.set_xlabel("β (= 2β2/β1)")
+        ax.set_title(str(name), fontsize=10)
+    axes[0][0].set_ylabel("approximation error")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def gradient_bounds_figure(cases: pd.DataFrame, variance: pd.DataFrame) -> plt.Figure:
+    """DGRO Theorem 3.4 on an enumerable softmax policy (:func:`dgro_lib.theory.theorem34_sweep` and
+    :func:`~dgro_lib.theory.variance_sweep`): (a) ‖PG‖ against its bound, (b) ‖Normaliser‖ against its bound, both
+    with the line measured = bound; (c) ‖PG‖ and its bound against the reward variance as the reward range grows."""
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, (norm, bound, title) in zip(axes[:2], (("pg_norm", "pg_bound", "(a) ‖PG‖ vs (4r_max+2)Nβ1γVar^1/3"),
+                                                  ("normaliser_norm", "normaliser_bound", "(b) ‖Normaliser‖ vs 4Nηβ2γ"))):
+        d = cases[(cases[norm] > 1e-12) & (cases[bound] > 0)]  # zero-variance rewards: a zero gradient up to rounding
+        sns.scatterplot(d, x=bound, y=norm, hue="reward_kind", s=12, ax=ax, alpha=0.6)
+        lo, hi = min(d[bound].min(), d[norm].min()), max(d[bound].max(), d[norm].max())
+        ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, label="measured = bound")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("bound")
+        ax.set_ylabel("measured norm")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7)
+    ax = axes[2]
+    ax.plot(variance["variance"], variance["pg_norm"], "o-", color="black", label="‖PG‖ (exact)")
+    ax.plot(variance["variance"], variance["pg_bound"], "s--", color="tab:blue", label="Eq. 11 bound")
+    ax.plot(variance["variance"], variance["pg_bound_mad"], "^:", color="tab:green", label="2Nβ1γ E|r − r̄|")
+    for row in variance.itertuples():
+        ax.annotate(row.reward_range, (row.variance, row.pg_norm), fontsize=7, xytext=(3, -10),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("reward variance under π_old")
+    ax.set_ylabel("norm")
+    ax.set_title("(c) ‖PG‖ as the reward range grows", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def kk_size_figure(long: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """DGRO Table 2 as bars: pass@1 per people count (x, the table's column order), one bar per model, the seed
+    s.d. as an error bar; sizes outside the models' training data shaded. ``long``:
+    :func:`~dgro_lib.analysis.kk_size_table`'s first table."""
+    sizes = list(dict.fromkeys(long["people"]))
+    models = list(dict.fromkeys(long["model"]))
+    fig, ax = plt.subplots(figsize=(1.2 * len(sizes) + 3, 3.8))
+    width = 0.8 / len(models)
+    for i, model in enumerate(models):
+        d = long[long["model"] == model].set_index("people").reindex(sizes)
+        xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(sizes))]
+        ax.bar(xs, d["pass@1"], width, yerr=d["std"], capsize=2, label=model,
+               color=sns.color_palette()[i % 10])
+    trained = long.groupby("people")["in_training"].any()
+    for j, people in enumerate(sizes):
+        if not trained[people]:
+            ax.axvspan(j - 0.45, j + 0.45, color="0.92", zorder=0)
+    ax.set_xticks(range(len(sizes)), [f"{p}" + ("" if trained[p] else "\n(OOD)") for p in sizes])
+    ax.set_xlabel("people in the puzzle")
+    ax.set_ylabel("pass@1 (greedy)")
+    ax.set_ylim(0, 1)
+    ax.legend(frameon=False, fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

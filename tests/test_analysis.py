@@ -123,3 +123,142 @@ def test_base_model_info_counts_parameters_and_reads_the_build_record(tmp_path):
     (tmp_path / "embedded.json").write_text(json.dumps({"config_hash": "abc", "versions": {"torch": "x"}}))
     info = base_model_info(tmp_path, model, tokenizer)
     assert info["config_hash"] == "abc" and "versions" not in info and info["parameters"] == 8
+
+
+# --- DGRO Fig. 2: tests between grid points ---------------------------------------------------------------------
+
+
+def _grid_finals(acc_by_point, n=400, seeds=(0, 1, 2), shared=0.9):
+    """Synthetic finals: per (beta1, beta2) point and seed, a correctness vector whose accuracy is the given one; runs
+    of one seed share most of their answers (as runs from one base do)."""
+    import numpy as np
+
+    from dgro_lib.analysis import point_labels
+
+    rows = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        common = rng.random(n)
+        for (b1, b2), acc in acc_by_point.items():
+            own = np.random.default_rng(hash((seed, b1, b2)) % 2**32).random(n)
+            u = np.where(np.random.default_rng(seed + 7).random(n) < shared, common, own)
+            rows.append({"loss.kwargs.beta1": b1, "loss.kwargs.beta2": b2, "seed": seed, "run": f"{b1}-{b2}-{seed}",
+                         "correct": list(u < acc), "accuracy": float((u < acc).mean())})
+    finals = pd.DataFrame(rows)
+    finals["point"] = point_labels(finals, ["loss.kwargs.beta1", "loss.kwargs.beta2"])
+    return finals
+
+
+def test_paired_between_points_matches_a_loop_reference():
+    import math
+
+    from dgro_lib.analysis import paired_between_points
+
+    finals = _grid_finals({(1.0, 0.0): 0.5, (1.0, 0.1): 0.6})
+    a, b = "beta1=1.0, beta2=0.1", "beta1=1.0, beta2=0.0"
+    row = paired_between_points(finals, [(a, b)]).iloc[0]
+    fixed = broken = 0
+    for seed in (0, 1, 2):
+        after = finals[(finals.point == a) & (finals.seed == seed)]["correct"].iloc[0]
+        before = finals[(finals.point == b) & (finals.seed == seed)]["correct"].iloc[0]
+        fixed += sum(1 for x, y in zip(before, after) if not x and y)
+        broken += sum(1 for x, y in zip(before, after) if x and not y)
+    assert (row.fixed, row.broken) == (fixed, broken)
+    assert row.z == pytest.approx((fixed - broken) / math.sqrt(fixed + broken))
+    with pytest.raises(ValueError, match="no seed has both"):
+        paired_between_points(finals, [(a, "beta1=9, beta2=9")])
+
+
+def test_entropy_fluctuation_is_the_sd_of_step_differences():
+    from dgro_lib.analysis import entropy_fluctuation
+
+    m = pd.DataFrame({"point": "p", "seed": 0, "run": "r", "step": [3, 1, 2, 4], "entropy": [1.0, 0.0, 2.0, 4.0]})
+    # in step order: 0, 2, 1, 4 -> differences 2, -1, 3
+    assert entropy_fluctuation(m)["fluctuation"].iloc[0] == pytest.approx(pd.Series([2.0, -1.0, 3.0]).std())
+
+
+def test_beta_grid_verdicts_read_the_claims_from_the_numbers():
+    from dgro_lib.analysis import beta_grid_verdicts
+
+    acc = {(0.1, 0.0): 0.5, (0.1, 0.01): 0.55, (0.1, 0.1): 0.5, (0.1, 1.0): 0.45,
+           (1.0, 0.0): 0.5, (1.0, 0.01): 0.65, (1.0, 0.1): 0.55, (1.0, 1.0): 0.5}
+    finals = _grid_finals(acc)
+    metrics = pd.DataFrame([{"point": p, "seed": s, "run": f"{p}-{s}", "step": k,
+                             "entropy": (0.5 * (-1) ** k if p == "beta1=1.0, beta2=0.01" else 0.01 * k)}
+                            for p in finals.point.unique() for s in (0, 1, 2) for k in range(20)])
+    verdicts, tests = beta_grid_verdicts(finals, metrics)
+    v = dict(zip(verdicts.statement, verdicts.verdict))
+    assert v["smaller β2 → higher accuracy when β1 is not small (β1 = 1; DGRO §4.3, Theorem 3.3)"] == "reproduced"
+    assert v["(β1, β2) = (1, 0.01) shows entropy fluctuations (DGRO Fig. 2c)"] == "reproduced"
+    assert v["β2 = 0.01 against β2 = 0 at β1 = 1"] == "helps"
+    assert v["β2 = 1 against β2 = 0 at β1 = 0.1"] == "hurts"
+    # points of equal β2/β1 given equal accuracies: (0.1, 0.01) and (1, 0.1) both 55 %
+    assert v["only β2/β1 matters under Adam: beta1=0.1, beta2=0.01 ≡ beta1=1.0, beta2=0.1"] == "holds"
+    # reversed data reverse the first verdict
+    flipped = {k: (1.05 - a if k[0] == 1.0 else a) for k, a in acc.items()}
+    v2 = dict(zip(*beta_grid_verdicts(_grid_finals(flipped), metrics)[0][["statement", "verdict"]].T.values))
+    assert v2["smaller β2 → higher accuracy when β1 is not small (β1 = 1; DGRO §4.3, Theorem 3.3)"] == "reversed"
+
+
+def _size_evals():
+    """Hand-made per-size evaluations: a base and two seeds of one DGRO range on 3 (trained) and 5 people, and a
+    size (8) that nobody solves."""
+    def rows(base, s0, s1):
+        return pd.DataFrame([
+            {"run": "base", "seed": float("nan"), "reward.scheme": None, "n": len(base),
+             "accuracy": sum(base) / len(base), "correct": base},
+            *[{"run": f"r{s}", "seed": s, "reward.scheme": "[-3,3]", "n": len(c), "accuracy": sum(c) / len(c),
+               "correct": c} for s, c in ((0, s0), (1, s1))]])
+    return {3: rows([1, 0, 0, 0, 1, 0], [1, 1, 1, 0, 1, 0], [1, 1, 0, 1, 1, 1]),
+            5: rows([1, 1, 0, 0], [0, 1, 0, 0], [1, 0, 0, 0]),
+            8: rows([0, 0], [0, 0], [0, 0])}
+
+
+def _dgro_label(df):
+    from dgro_lib.analysis import method_labels
+    return method_labels(df, loss={"name": "dgro"})
+
+
+def test_kk_size_table_against_a_hand_count():
+    from dgro_lib.analysis import kk_size_table
+    from dgro_lib.evaluate import mcnemar
+
+    evals = _size_evals()
+    long, tests = kk_size_table(evals, train_people=[3], labeler=_dgro_label)
+    row = long[(long["model"] == "DGRO [-3,3]") & (long["people"] == 3)].iloc[0]
+    assert row["pass@1"] == pytest.approx((4 / 6 + 5 / 6) / 2) and row["seeds"] == 2 and row["in_training"]
+    assert row["std"] == pytest.approx(pd.Series([4 / 6, 5 / 6]).std(ddof=1))
+    assert not long[long["people"] == 5]["in_training"].any()
+    assert long[long["model"] == "base model"]["pass@1"].tolist() == [2 / 6, 0.5, 0.0]
+    for people, ev in evals.items():  # pooled McNemar: the discordant counts summed over the seeds
+        ms = [mcnemar(ev["correct"].iloc[0], c) for c in ev["correct"].iloc[1:]]
+        fixed, broken = sum(m["fixed"] for m in ms), sum(m["broken"] for m in ms)
+        t = tests[tests["people"] == people].iloc[0]
+        assert (t["fixed"], t["broken"]) == (fixed, broken)
+        assert t["z"] == pytest.approx((fixed - broken) / math.sqrt(fixed + broken) if fixed + broken else 0.0)
+    with pytest.raises(ValueError, match="5 people: expected one base-model row"):
+        kk_size_table({5: evals[5].iloc[1:]}, train_people=[3], labeler=_dgro_label)
+
+
+def test_kk_size_wide_and_verdicts():
+    from dgro_lib.analysis import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide, table2_verdicts
+
+    long, tests = kk_size_table(_size_evals(), train_people=[3], labeler=_dgro_label)
+    wide = kk_size_wide(long)
+    assert list(wide.columns[:4]) == ["model", "3 people", "5 people", "8 people"]
+    measured = wide[wide["source"] == "measured here"].set_index("model")
+    assert measured.loc["DGRO [-3,3]", "3 people"] == "0.75 ± 0.12" and measured.loc["base model", "5 people"] == "0.50"
+    assert float(measured.loc["base model", "Avg."]) == pytest.approx((2 / 6 + 0.5 + 0) / 3, abs=5e-4)
+    quoted = wide[wide["source"] == "quoted from the paper"].set_index("model")
+    assert len(quoted) == len(DGRO_TABLE2_PAPER) and quoted.loc["+DGRO [-5,5]", "8 people"] == "0.87"
+    assert float(quoted.loc["+DGRO [-5,5]", "Avg."]) == pytest.approx((1.0 + 0.98 + 0.87) / 3, abs=5e-4)
+    every_size = pd.DataFrame([{"model": "m", "people": p, "pass@1": 0.5, "std": 0.0, "seeds": 1, "in_training": True}
+                               for p in (2, 3, 4, 5, 6, 7, 8)])
+    full = kk_size_wide(every_size).set_index("model")
+    assert float(full.loc["+DGRO [-5,5]", "Avg."]) == pytest.approx(0.969, abs=5e-4)  # the paper's own Avg.
+    assert list(full.columns[:7]) == [f"{p} people" for p in (3, 4, 5, 6, 7, 2, 8)]
+    verdicts = table2_verdicts(tests, long, z_threshold=1.0).set_index("people")
+    assert verdicts.loc[8, "verdict"] == "not testable at this scale"
+    assert verdicts.loc[3, "split"] == "in training" and verdicts.loc[5, "split"] == "out of distribution"
+    assert verdicts.loc[3, "verdict"] == "improves"  # 5 fixed, 0 broken: z = 2.24 > 1
+    assert verdicts.loc[5, "verdict"] in ("hurts", "no change")

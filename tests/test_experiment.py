@@ -9,6 +9,7 @@ from dgro_lib.config import apply_overrides, find_params, load_config
 import pytest
 
 from dgro_lib.experiment import _base_eval, config_diff, run_training
+from dgro_lib.runstore import run_key
 
 
 def test_run_writes_outputs_and_resumes(tmp_path):
@@ -276,14 +277,65 @@ def test_evaluations_asked_of_run_experiment_are_computed_once_and_read_back_by_
 
     cfg = _tiny(**{"train.max_steps": 1, "train.eval_every": 0, "seeds": [0], "data.n_eval": 6})
     sampled = ({"temperature": 1.0, "n_samples": 2, "ks": [1, 2]}, 3)
+    other_size = ({}, None, {"eval_people": [3], "n_eval": 2})  # another held-out set: 3 people (the runs train on 2)
     calls = []
     real = E._evaluate_base
     monkeypatch.setattr(E, "_evaluate_base", lambda *a: calls.append(a[2]) or real(*a))
-    result = E.run_experiment(cfg, tmp_path / "exp", workers=1, evaluations=[sampled])
-    assert [len(records) for records in calls] == [6, 3, 3]  # base greedy, base sampled, the run sampled
+    result = E.run_experiment(cfg, tmp_path / "exp", workers=1, evaluations=[sampled, other_size])
+    # base greedy, base sampled, base on 3 people; then the run: sampled, 3 people
+    assert [len(records) for records in calls] == [6, 3, 2, 3, 2]
+    assert {len(r["solution"]) for r in calls[2] + calls[4]} == {3} and {len(r["solution"]) for r in calls[0]} == {2}
     assert result.base["summary"]["n"] == 6 and len(result.finals) == 1
     monkeypatch.setattr(E, "_evaluate_base", lambda *a: pytest.fail("evaluated twice"))
     table = E.evaluate_runs(result, cfg, sampled[0], n_puzzles=sampled[1])
     assert table["run"].tolist() == ["base", result.finals["run"].iloc[0]]
     assert table["n"].tolist() == [3 * 2, 3 * 2]  # generations: 3 puzzles x 2 samples
     assert all(len(c) == 3 for c in table["correct"])
+    by_size = E.evaluate_runs(result, cfg, {}, data_overrides=other_size[2])
+    assert by_size["n"].tolist() == [2, 2] and run_key(cfg, 0) == result.finals["key"].iloc[0]
+    with pytest.raises(ValueError, match="n_puzzles"):
+        E.run_experiment(cfg, tmp_path / "exp", workers=1, evaluations=[({},)])
+
+
+@pytest.mark.parametrize("profile", ["ci", "cpu", "gpu"])
+def test_fig3_dgro_arms_are_fig1_runs(profile):
+    """The shared run store's promise for DGRO Fig. 3: its DGRO arms have the configs of Fig. 1's runs of the same
+    reward range and seed, so they are trained once."""
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.runstore import run_key
+
+    fig1, fig3 = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "dgro_fig3_methods"))
+    keys1 = {(c.reward.scheme, s): run_key(c, s) for _, s, c in expand_sweep(fig1)}
+    shared = [(c.reward.scheme, s) for _, s, c in expand_sweep(fig3)
+              if c.loss.name == "dgro" and keys1.get((c.reward.scheme, s)) == run_key(c, s)]
+    expected = [(c.reward.scheme, s) for _, s, c in expand_sweep(fig3)
+                if c.loss.name == "dgro" and (c.reward.scheme, s) in keys1]
+    assert shared == expected and len(shared) >= 2
+
+
+@pytest.mark.parametrize("profile", ["ci", "cpu", "gpu", "paper"])
+def test_table2_runs_are_fig1_runs(profile):
+    """DGRO Table 2 evaluates Fig. 1's runs: every run it asks for has the key of Fig. 1's run of the same reward
+    range and seed (so it is trained once), and its extra evaluations change the held-out set, not the runs."""
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.runstore import run_key
+
+    fig1, table2 = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "dgro_table2_kk"))
+    keys1 = {(c.reward.scheme, s): run_key(c, s) for _, s, c in expand_sweep(fig1)}
+    keys2 = {(c.reward.scheme, s): run_key(c, s) for _, s, c in expand_sweep(table2)}
+    assert keys2 and all(keys1.get(k) == v for k, v in keys2.items())
+    assert table2.data.train_people == fig1.data.train_people and table2.extra["table_people"]
+
+
+@pytest.mark.parametrize("profile", ["ci", "cpu", "gpu", "paper"])
+def test_fig1_beta2_part_shares_fig2_runs(profile):
+    """Fig. 1's second part trains its [-3,3] runs once with DGRO Fig. 2: the same (1, 0.1) point and training."""
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.runstore import run_key
+
+    fig2, fig1b = (load_config(find_params(n, profile)) for n in ("dgro_fig2_beta", "dgro_fig1_beta2_acting"))
+    assert fig1b.train.updates_per_rollout * fig1b.train.num_iterations >= 2  # beta2 acts
+    keys2 = {run_key(c, s) for _, s, c in expand_sweep(fig2)}
+    shared = [(c.reward.scheme, s) for _, s, c in expand_sweep(fig1b) if run_key(c, s) in keys2]
+    if "[-3,3]" in fig1b.sweep["reward.scheme"]:
+        assert shared == [("[-3,3]", s) for s in fig1b.seeds]

@@ -1,0 +1,101 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # DGRO Figure 3: DGRO against GRPO and online DPO
+#
+# **Paper claims** (DGRO §4.2, Fig. 3): on Knights-and-Knaves, DGRO ([-5,5] and [-3,3]) reaches a higher accuracy
+# than GRPO, which beats online DPO; and DGRO does not lengthen its responses.
+#
+# **What this notebook does**: trains each method from the same base model on the same data and rollout budget,
+# three seeds each (the paper averages seeds for DGRO only; here every method has three), and compares each with
+# the base and with GRPO on the same held-out puzzles (seed-paired McNemar tests). The two DGRO arms are the
+# DGRO Fig. 1 runs of the same reward range: the shared run store trains them once.
+#
+# **The methods as trained here.** DGRO: token-mean, β1 = 1, one update per rollout batch (β2 is inert there, so
+# the paper's (1, 0.1) and (1, 0) are the same run). GRPO: TRL's loss (clipped importance ratio, advantages
+# divided by the group's reward s.d., no KL). Online DPO: each group's best and worst sample as a preference
+# pair against the frozen base model (β = 0.1). All share the sampler, reward and rollout batches.
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("DGRO_PROFILE", "cpu")  # ci | cpu | gpu | paper
+output_dir = None  # default: ../outputs/<profile>/dgro_fig3_methods
+workers = None  # parallel runs (default: the params file's `workers`)
+
+# %%
+from pathlib import Path
+
+from dgro_lib.analysis import label_points, method_labels, method_verdicts, rl_map_claims, rl_map_table
+from dgro_lib.claims import write_claims
+from dgro_lib.config import find_params, load_config
+from dgro_lib.experiment import evaluate_runs, run_experiment
+from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure
+
+cfg = load_config(find_params("dgro_fig3_methods", profile))
+out = Path(output_dir or f"../outputs/{profile}/dgro_fig3_methods")
+t = cfg.train
+keys = list(cfg.sweep)
+print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(next(iter(cfg.sweep.values())))} methods; "
+      f"{t.max_steps} steps of {t.prompts_per_step} x {t.num_generations} at T = {t.temperature}, Adam lr "
+      f"{t.learning_rate}")
+
+# %%
+sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
+sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
+labelled = label_points(result, keys, labeler=method_labels)
+base = result.base["summary"]
+print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles, "
+      f"mean response length {base['mean_length']:.1f} tokens")
+
+# %% [markdown]
+# ## Each method against the base model
+# Greedy: pooled McNemar z over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
+# change.
+
+# %%
+table = rl_map_table(result, sampled, keys, labeler=method_labels).rename(columns={"point": "method"})
+table.to_csv(out / "fig3_methods_vs_base.csv", index=False)
+table.round(4)
+
+# %% [markdown]
+# ## Figure 3
+
+# %%
+curves = learning_curves(labelled, by="point", smooth_window=max(1, t.max_steps // 15)).rename(
+    columns={"point": "method"})
+fig = learning_curves_figure(curves, hue="method", hue_order=list(table["method"]),
+                             title=f"DGRO Fig. 3 on the embedded miniature ({profile} profile, mean ± 1 s.d. over "
+                                   f"{len(cfg.seeds)} seeds)")
+save_figure(fig, curves, out / "fig3_methods")
+fig
+
+# %% [markdown]
+# ## Verdicts
+# Computed from the numbers (`dgro_lib.analysis.method_verdicts`): seed-paired tests on the same held-out puzzles,
+# and each DGRO arm's held-out response length against the base model's.
+
+# %%
+verdicts, tests = method_verdicts(labelled.finals, result.base)
+verdicts.to_csv(out / "verdicts.csv", index=False)
+tests.to_csv(out / "fig3_paired_tests.csv", index=False)
+write_claims(out, rl_map_claims(table.rename(columns={"method": "point"})) + [
+    {"claim": f"{r.after} vs {r.before} (points)", "value": r.delta_points,
+     "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+for row in verdicts.itertuples():
+    print(f"[{row.verdict.upper()}] {row.statement}\n    {row.evidence}")
+tests.round(4)
