@@ -16,7 +16,7 @@ from .manifest import atomic_write
 
 __all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
            "success_rate_histogram", "rl_map_figure", "soft_value_figure", "gradient_bounds_figure",
-           "kk_size_figure"]
+           "kk_size_figure", "grad_ratio_figure"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
@@ -245,3 +245,15 @@ def kk_size_figure(long: pd.DataFrame, *, title: str | None = None) -> plt.Figur
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def grad_ratio_figure(metrics: pd.DataFrame, *, hue: str = "point", hue_order: Sequence[str] | None = None
+                      ) -> tuple[plt.Figure, pd.DataFrame]:
+    """Whether β2 acted: the DGRO loss's logged ‖β2 term‖ / ‖β1 term‖ (``dgro/grad_ratio_b2_b1``, gradient norms
+    with respect to the log-probabilities) per update, one line per ``hue`` value. Returns the figure and the
+    table it is drawn from (run, seed, ``hue``, step, grad_ratio_b2_b1)."""
+    ratio = metrics[["run", "seed", hue, "step", "dgro/grad_ratio_b2_b1"]].rename(
+        columns={"dgro/grad_ratio_b2_b1": "grad_ratio_b2_b1"})
+    fig = training_curves(ratio, {"grad_ratio_b2_b1": "‖β2 term‖ / ‖β1 term‖ (per update)"}, hue=hue,
+                          hue_order=hue_order)
+    return fig, ratio

@@ -47,7 +47,7 @@ from dgro_lib.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure, training_curves
+from dgro_lib.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig1_beta2_acting", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_beta2_acting")
@@ -94,10 +94,7 @@ fig
 # [-1,1]: its policy-gradient term is 5 × smaller than [-5,5]'s, while the β2 term does not depend on the reward.
 
 # %%
-ratio = labelled.metrics[["run", "seed", "point", "step", "dgro/grad_ratio_b2_b1"]].rename(
-    columns={"dgro/grad_ratio_b2_b1": "grad_ratio_b2_b1"})
-fig = training_curves(ratio, {"grad_ratio_b2_b1": "‖β2 term‖ / ‖β1 term‖ (per update)"}, hue="point",
-                      hue_order=schemes)
+fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=schemes)
 save_figure(fig, ratio, out / "fig1b_grad_ratio")
 ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes).round(4)
 

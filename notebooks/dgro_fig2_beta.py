@@ -50,7 +50,7 @@ from dgro_lib.analysis import beta_grid_verdicts, label_points, rl_map_claims, r
 from dgro_lib.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure, training_curves
+from dgro_lib.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig2_beta", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig2_beta")
@@ -96,10 +96,7 @@ fig
 # to the log-probabilities): zero on the first update of each rollout batch, positive on the second when β2 > 0.
 
 # %%
-ratio = labelled.metrics[["run", "seed", "point", "step", "dgro/grad_ratio_b2_b1"]].rename(
-    columns={"dgro/grad_ratio_b2_b1": "grad_ratio_b2_b1"})
-fig = training_curves(ratio, {"grad_ratio_b2_b1": "‖β2 term‖ / ‖β1 term‖ (per update)"}, hue="point",
-                      hue_order=list(table["point"]))
+fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=list(table["point"]))
 save_figure(fig, ratio, out / "fig2_grad_ratio")
 ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["point"]).round(4)
 
