@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= cpu
 ONLY ?=
+ARCHIVE ?=
 STAMP := $(VENV)/.installed
 
 .PHONY: venv reproduce dry-run test test-unit test-notebooks bench clean-outputs
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
-	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),) $(if $(ARCHIVE),--reuse-archived-runs,)
 
 dry-run: $(STAMP)
 	$(PY) -m dgro_lib.reproduce --profile paper --dry-run

@@ -67,21 +67,26 @@ def _warmup_seconds(cfg: ExperimentConfig) -> float:
     return seconds
 
 
-def plan_profile(profile: str, names: list[str], output_root: Path) -> pd.DataFrame:
-    """One row per notebook: runs in its params, runs finished in the store, steps left, and the estimated minutes
-    (steps left x seconds per step / workers, plus an uncached base model's warm-up). Notebooks whose params have
-    no training runs (``kind: eval`` or ``theory``) have 0 runs; a ``theory`` notebook needs no base model."""
+def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: Path | None = None) -> pd.DataFrame:
+    """One row per notebook: runs in its params, runs finished in the store (or, with ``archive``, in the run
+    archive: ``archived`` counts those, which are restored if their base's weights match), steps left, and the
+    estimated minutes (steps left x seconds per step / workers, plus an uncached base model's warm-up). Notebooks
+    whose params have no training runs (``kind: eval`` or ``theory``) have 0 runs; a ``theory`` notebook needs no
+    base model."""
     store = output_root / profile / "runs"
     rate, measured = seconds_per_token(store)
     rows, warmups = [], set()
     for name in names:
         cfg = load_config(find_params(name, profile))
         runs = expand_sweep(cfg) if cfg.kind == "train" else []
-        done, steps_left, seconds = 0, 0, 0.0
+        done, archived, steps_left, seconds = 0, 0, 0, 0.0
         for _, seed, concrete in runs:
             run_dir = store / run_key(concrete, seed)
             if (run_dir / "final_eval.json").exists():
                 done += 1
+                continue
+            if archive is not None and (archive / run_dir.name / "final_eval.json").exists():
+                done, archived = done + 1, archived + 1
                 continue
             ckpt = latest_checkpoint(run_dir / "trainer")
             left = concrete.train.max_steps - (int(ckpt.rsplit("-", 1)[-1]) if ckpt else 0)
@@ -91,7 +96,8 @@ def plan_profile(profile: str, names: list[str], output_root: Path) -> pd.DataFr
         if cfg.kind != "theory" and cfg.model.embedded_preset not in warmups:  # one build serves every notebook
             warm = _warmup_seconds(cfg)
             warmups.add(cfg.model.embedded_preset)
-        rows.append({"notebook": name, "runs": len(runs), "finished": done, "steps_left": steps_left,
+        rows.append({"notebook": name, "runs": len(runs), "finished": done, "archived": archived,
+                     "steps_left": steps_left,
                      "minutes": round((seconds / max(cfg.workers, 1) + warm) / 60, 1)})
     out = pd.DataFrame(rows)
     out.attrs.update(seconds_per_token=rate, measured_runs=measured)
@@ -105,7 +111,8 @@ def format_plan(plan: pd.DataFrame, profile: str) -> str:
     lines = [f"[reproduce] plan for profile {profile} (seconds per rollout token: {plan.attrs['seconds_per_token']:.2e}, "
              f"{src}):"]
     for r in plan.itertuples():
-        lines.append(f"[reproduce]   {r.notebook:32s} {r.finished}/{r.runs} runs finished, {r.steps_left} steps left, "
-                     f"~{r.minutes} min")
+        from_archive = f" ({r.archived} in the run archive)" if r.archived else ""
+        lines.append(f"[reproduce]   {r.notebook:32s} {r.finished}/{r.runs} runs finished{from_archive}, "
+                     f"{r.steps_left} steps left, ~{r.minutes} min")
     lines.append(f"[reproduce]   total ~{plan['minutes'].sum():.0f} min (training and warm-up; evaluation not included)")
     return "\n".join(lines)

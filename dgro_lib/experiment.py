@@ -23,6 +23,7 @@ import torch
 from filelock import FileLock
 from tqdm.auto import tqdm
 
+from .archive import ARCHIVED, archive_from_env, restore_runs
 from .config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
@@ -127,7 +128,7 @@ def _eval_worker(args: tuple) -> str:
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int | None = None,
                    store: str | Path | None = None,
-                   evaluations: Sequence[tuple] = ()) -> ExperimentResult:
+                   evaluations: Sequence[tuple] = (), archive: str | Path | None = None) -> ExperimentResult:
     """Run every (sweep point x seed) of ``cfg`` (runs already finished are reused); results under ``out_dir``.
 
     Runs live in the run store ``store/<run_key>`` (default ``out_dir/runs``; the notebooks share
@@ -140,6 +141,10 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     number of puzzles or None, data overrides)`` as :func:`evaluate_runs` takes them: each worker computes them for its run right after training it, and the base
     models' evaluations are jobs of the same pool, queued after the runs, so that no core waits while another
     evaluates. A later :func:`evaluate_runs` with the same arguments reads them back from the store.
+
+    ``archive`` (default: the folder named by ``DGRO_RUN_ARCHIVE``, unset = none) is a run archive
+    (:mod:`dgro_lib.archive`): a run the store lacks is restored from it, instead of trained, when the archive holds
+    the same run from the same base weights. ``runs.csv``'s ``from_archive`` column says which runs were.
     """
     check_runnable_here(cfg)  # a GPU setting on a CPU machine: a ConfigError naming the key, not a CUDA traceback
     out_dir = Path(out_dir)
@@ -157,11 +162,18 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
         ident = _model_identity(concrete, resolve_model_path(concrete))
         base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
+    archive = Path(archive) if archive is not None else archive_from_env()
+    restored = {}
+    if archive is not None:
+        restored = restore_runs([(c, s, d, resolve_model_path(c)) for c, s, d, _, _ in jobs], archive)
+        n = sum(v == "restored" for v in restored.values())
+        print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
     eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)
                  for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
     listing = pd.DataFrame([{"run": run_id_for(point, seed), "seed": seed, "key": run_dir.name,
                              "path": os.path.relpath(run_dir, out_dir), "sweep_point": json.dumps(point),
-                             "base_model": base_of[run_dir]} for _, seed, run_dir, point, _ in jobs])
+                             "base_model": base_of[run_dir], "from_archive": restored.get(run_dir.name) == "restored"}
+                            for _, seed, run_dir, point, _ in jobs])
     if listing["run"].duplicated().any():  # two sweep points with one label would overwrite each other's rows
         raise ValueError(f"sweep: points with the same label {listing['run'][listing['run'].duplicated()].tolist()}")
     atomic_write(out_dir / "runs.csv", lambda tmp: listing.to_csv(tmp, index=False))
@@ -203,7 +215,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     bases = {ident: base if c is cfg else _base_eval(c, out_dir, store, copy=False) for ident, c in base_cfgs.items()}
     write_json(out_dir / "bases.json", bases)
     result = collect_results(out_dir, base=base)
-    finish_manifest(out_dir / "manifest.json", runs=listing[["run", "key"]].to_dict("records"))
+    finish_manifest(out_dir / "manifest.json", runs=listing[["run", "key", "from_archive"]].to_dict("records"),
+                    **({"run_archive": str(archive)} if archive is not None else {}))
     return result
 
 
@@ -294,13 +307,19 @@ def _run_eval_target(cfg: ExperimentConfig, run_dir: Path, eval_overrides: dict[
     """The arguments of :func:`_stored_evaluation` for the last checkpoint of the finished run ``run_dir``
     (stored as ``run_dir/evals/<key>.json``)."""
     ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
-    ckpt = latest_checkpoint(run_dir / "trainer")
     steps = cfg.train.max_steps
-    if ckpt is None or not (run_dir / "final_eval.json").exists() or not ckpt.endswith(f"checkpoint-{steps}"):
+    ckpt = run_dir / "trainer" / f"checkpoint-{steps}"
+    path = run_dir / "evals" / f"{base_eval_key(ckpt.name, protocol, records)}.json"
+    if path.is_file() and (run_dir / "final_eval.json").exists():  # stored: no weights needed (an archived run)
+        return str(ckpt), ecfg, records, protocol, path
+    last = latest_checkpoint(run_dir / "trainer")
+    if last is None or not (run_dir / "final_eval.json").exists() or Path(last).name != ckpt.name:
+        why = (" (it was restored from the run archive, which keeps no weights, and does not hold this evaluation; "
+               "train the run here to evaluate it: remove the folder, or run without the archive)"
+               if (run_dir / ARCHIVED).is_file() else "")
         raise FileNotFoundError(f"{run_dir}: run {label or run_dir.name} has no checkpoint at its last step {steps} "
-                                "to evaluate")
-    key = base_eval_key(Path(ckpt).name, protocol, records)
-    return ckpt, ecfg, records, protocol, run_dir / "evals" / f"{key}.json"
+                                f"to evaluate{why}")
+    return last, ecfg, records, protocol, path
 
 
 def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: str | Path,

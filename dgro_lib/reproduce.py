@@ -6,6 +6,11 @@ beside the CSV they were drawn from), a manifest and ``claims.csv`` (its headlin
 the plan (runs, steps left, estimated minutes: :mod:`dgro_lib.estimate`); after each notebook it prints its claims
 beside the reference results committed under ``reference/<profile>/<notebook>/`` (:mod:`dgro_lib.claims`). A notebook runs only if ``params/<profile>/<name>.yaml``
 exists; notebooks without params for the profile are listed as skipped, never silently dropped.
+
+The run archive (:mod:`dgro_lib.archive`, ``reference/<profile>/runs/``) carries finished runs' results from one
+machine to the next: ``--archive-runs`` copies every finished run of the profile's store into it,
+``--save-reference`` also archives the runs of each notebook it saves, and ``--reuse-archived-runs`` lets the
+notebooks restore an archived run instead of training it (only the same run from a base with the same weights).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from .archive import ARCHIVE_ENV, archive_runs
 from .claims import REFERENCE, compare_claims, format_comparison, save_reference
 from .dryrun import dry_run
 from .estimate import format_plan, plan_profile
@@ -74,7 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-reference", action="store_true",
                         help="after each notebook, copy its small outputs to reference/<profile>/<notebook>/ (the "
                              "repository's reference results) instead of comparing with them")
+    parser.add_argument("--archive-runs", action="store_true",
+                        help="copy the result files of every finished run in outputs/<profile>/runs/ to the run "
+                             "archive reference/<profile>/runs/ (no weights), then stop")
+    parser.add_argument("--reuse-archived-runs", action="store_true",
+                        help="restore a run from reference/<profile>/runs/ instead of training it, when it is the "
+                             "same run from a base model with the same weights (runs.csv says which were restored)")
     args = parser.parse_args(argv)
+    archive = REFERENCE / args.profile / "runs"
+    if args.archive_runs:
+        store = OUTPUTS / args.profile / "runs"
+        keys = archive_runs(store, archive) if store.is_dir() else []
+        print(f"[reproduce] {len(keys)} finished run(s) of {store} archived in {archive}", flush=True)
+        return 0
+    if args.reuse_archived_runs:
+        os.environ[ARCHIVE_ENV] = str(archive)  # inherited by the notebooks' kernels
     if args.dry_run:
         try:
             dry_run(args.profile)
@@ -101,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for n in skipped:
         print(f"[reproduce] skip {n}: no params/{args.profile}/{n}.yaml", flush=True)
-    print(format_plan(plan_profile(args.profile, runnable, OUTPUTS), args.profile), flush=True)
+    plan = plan_profile(args.profile, runnable, OUTPUTS, archive=archive if args.reuse_archived_runs else None)
+    print(format_plan(plan, args.profile), flush=True)
     timings = {}
     for n in runnable:
         print(f"[reproduce] {n} (profile {args.profile})", flush=True)
@@ -112,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         reference = REFERENCE / args.profile / n
         if args.save_reference:
             copied = save_reference(executed.parent, reference)
-            print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}", flush=True)
+            runs_csv = executed.parent / "runs.csv"
+            keys = pd.read_csv(runs_csv, dtype={"key": str})["key"].tolist() if runs_csv.is_file() else []
+            archive_runs(OUTPUTS / args.profile / "runs", archive, keys)
+            print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}, its {len(keys)} "
+                  f"run(s) in {archive}", flush=True)
         elif (reference / "claims.csv").is_file() and (executed.parent / "claims.csv").is_file():
             print(format_comparison(compare_claims(executed.parent, reference), n), flush=True)
     total = sum(timings.values())
