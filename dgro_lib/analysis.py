@@ -369,7 +369,7 @@ def paired_between_points(finals: pd.DataFrame, pairs: Sequence[tuple[str, str]]
     """Seed-paired McNemar tests between sweep points: for each ``(after, before)`` pair of ``by`` values, each
     seed both have compares the two runs on the same held-out puzzles, and the pooled row sums the discordant
     counts over those seeds. Columns: after, before, seeds, delta_points (mean over seeds), fixed, broken, z, p."""
-    from .evaluate import mcnemar
+    from .evaluate import mcnemar, mcnemar_z
 
     runs = {(r[by], r["seed"]): r["correct"] for _, r in finals.iterrows()}
     rows = []
@@ -379,10 +379,10 @@ def paired_between_points(finals: pd.DataFrame, pairs: Sequence[tuple[str, str]]
             raise ValueError(f"{by}: no seed has both {after!r} and {before!r}")
         tests = [mcnemar(runs[(before, s)], runs[(after, s)]) for s in seeds]
         fixed, broken = sum(t["fixed"] for t in tests), sum(t["broken"] for t in tests)
-        z = (fixed - broken) / math.sqrt(fixed + broken) if fixed + broken else 0.0
+        z, p = mcnemar_z(fixed, broken)
         rows.append({"after": after, "before": before, "seeds": len(seeds),
                      "delta_points": 100 * sum(t["acc_after"] - t["acc_before"] for t in tests) / len(tests),
-                     "fixed": fixed, "broken": broken, "z": z, "p": math.erfc(abs(z) / math.sqrt(2.0))})
+                     "fixed": fixed, "broken": broken, "z": z, "p": p})
     return pd.DataFrame(rows)
 
 

@@ -15,6 +15,7 @@ from .accuracy import eval_summary, evaluate_greedy, evaluate_sampled, evaluate_
 from .metrics import (
     avg_at_k,
     mcnemar,
+    mcnemar_z,
     paired_fraction_table,
     paired_improvement_table,
     pass_at_k,
@@ -27,6 +28,7 @@ from .protocol import eval_protocol, protocol_for_config
 
 __all__ = [
     "mcnemar",
+    "mcnemar_z",
     "paired_improvement_table",
     "paired_fraction_table",
     "pass_at_k",

@@ -17,6 +17,15 @@ from ..manifest import atomic_path
 __all__ = ["mcnemar", "paired_improvement_table"]
 
 
+def mcnemar_z(fixed: int, broken: int) -> tuple[float, float]:
+    """McNemar's statistic from the discordant counts, (fixed - broken) / sqrt(fixed + broken) (normal
+    approximation, no continuity correction; 0 when there are none), and its two-sided p-value. Seeds evaluated on
+    the same puzzles are pooled by summing their counts before calling it."""
+    n = fixed + broken
+    z = (fixed - broken) / math.sqrt(n) if n else 0.0
+    return z, math.erfc(abs(z) / math.sqrt(2.0))
+
+
 def mcnemar(before: Sequence[bool], after: Sequence[bool]) -> dict[str, float]:
     """Paired comparison of two per-puzzle correctness vectors on the same puzzles.
 
@@ -28,9 +37,7 @@ def mcnemar(before: Sequence[bool], after: Sequence[bool]) -> dict[str, float]:
         raise ValueError(f"before/after must be paired: lengths {len(before)} and {len(after)} differ")
     fixed = sum(1 for b, a in zip(before, after) if not b and a)
     broken = sum(1 for b, a in zip(before, after) if b and not a)
-    n = fixed + broken
-    z = (fixed - broken) / math.sqrt(n) if n else 0.0
-    p = math.erfc(abs(z) / math.sqrt(2.0))
+    z, p = mcnemar_z(fixed, broken)
     return {"fixed": fixed, "broken": broken, "z": z, "p": p,
             "acc_before": sum(map(bool, before)) / max(len(before), 1),
             "acc_after": sum(map(bool, after)) / max(len(after), 1)}
@@ -50,10 +57,9 @@ def paired_improvement_table(finals: pd.DataFrame, base_correct: Sequence[bool],
     pooled = []
     for key, g in table.groupby(by, sort=False):
         fixed, broken = int(g["fixed"].sum()), int(g["broken"].sum())
-        n = fixed + broken
-        z = (fixed - broken) / math.sqrt(n) if n else 0.0
+        z, p = mcnemar_z(fixed, broken)
         pooled.append({by: key, "seed": "pooled", "fixed": fixed, "broken": broken, "z": z,
-                       "p": math.erfc(abs(z) / math.sqrt(2.0)), "acc_before": g["acc_before"].mean(),
+                       "p": p, "acc_before": g["acc_before"].mean(),
                        "acc_after": g["acc_after"].mean(), "delta_points": g["delta_points"].mean()})
     return pd.concat([table, pd.DataFrame(pooled)], ignore_index=True)
 
