@@ -1,8 +1,9 @@
 """What ``make reproduce`` is about to run and how long it should take, from the params and the run store.
 
-A run's cost is its optimizer steps x the seconds per step, and a step's cost grows with its rollout tokens (prompts
-x generations x completion budget). The seconds per rollout token come from the runs the store has already finished
-(train_seconds / steps), so the estimate is this machine's own and gets better as runs finish; with none finished
+A run's cost is its rollout batches (optimizer steps / ``train.updates_per_rollout``: the batch is split into that
+many updates, so the rows trained on per rollout stay the same) x the seconds per rollout batch, and a rollout
+batch's cost grows with its rollout tokens (prompts x generations x completion budget). The seconds per rollout
+token come from the runs the store has already finished (train_seconds / rollout batches / tokens), so the estimate is this machine's own and gets better as runs finish; with none finished
 it falls back to :data:`DEFAULT_SECONDS_PER_TOKEN`. Runs already finished cost nothing, a killed run costs its
 remaining steps. The embedded base model's warm-up counts when it is not cached yet.
 """
@@ -45,9 +46,9 @@ def seconds_per_token(store: Path) -> tuple[float, int]:
                 or not (manifest_path.parent / "final_eval.json").exists()):  # only runs timed from start to end
             continue
         t = m["config"]["train"]
-        steps = t["max_steps"]
+        rollouts = t["max_steps"] / t.get("updates_per_rollout", 1)
         tokens = t["prompts_per_step"] * t["num_generations"] * t["max_completion_length"]
-        rates.append(m["train_seconds"] / max(steps, 1) / tokens)
+        rates.append(m["train_seconds"] / max(rollouts, 1) / tokens)
     return (statistics.median(rates), len(rates)) if rates else (DEFAULT_SECONDS_PER_TOKEN, 0)
 
 
@@ -91,7 +92,7 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
             ckpt = latest_checkpoint(run_dir / "trainer")
             left = concrete.train.max_steps - (int(ckpt.rsplit("-", 1)[-1]) if ckpt else 0)
             steps_left += left
-            seconds += left * rate * _budget_tokens(concrete)
+            seconds += left / concrete.train.updates_per_rollout * rate * _budget_tokens(concrete)
         warm = 0.0
         if cfg.kind != "theory" and cfg.model.embedded_preset not in warmups:  # one build serves every notebook
             warm = _warmup_seconds(cfg)

@@ -180,6 +180,28 @@ def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_ow
     assert row["minutes"] == pytest.approx(round(left * 2.0 * tokens / cfg.workers / 60, 1), abs=0.05)
 
 
+def test_plan_charges_rollout_batches_not_optimizer_steps(tmp_path, monkeypatch):
+    """Splitting each rollout batch into 2 updates doubles the optimizer steps, not the rollouts: such a run's
+    measured rate is per rollout batch, and its estimate equals the one-update run's with the same rollouts."""
+    from dgro_lib import estimate
+
+    one, two = (apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                                {"sweep": {}, "seeds": [0], "train.max_steps": 4 * u, "train.updates_per_rollout": u})
+                for u in (1, 2))
+    t = one.train
+    tokens = t.prompts_per_step * t.num_generations * t.max_completion_length
+    store = tmp_path / "ci" / "runs"
+    _finished_run(store, two, 0, seconds=4 * 3.0 * tokens)  # 4 rollout batches at 3 s per rollout token
+    assert estimate.seconds_per_token(store) == (pytest.approx(3.0), 1)
+    minutes = {}
+    for cfg in (one, two):
+        monkeypatch.setattr(estimate, "find_params", lambda name, profile: name)
+        monkeypatch.setattr(estimate, "load_config", lambda path, cfg=cfg: apply_overrides(cfg, {"seeds": [1]}))
+        minutes[cfg.train.updates_per_rollout] = estimate.plan_profile("ci", ["x"], tmp_path).iloc[0]
+    assert minutes[1]["steps_left"] == 4 and minutes[2]["steps_left"] == 8
+    assert minutes[1]["minutes"] == minutes[2]["minutes"] > 0
+
+
 def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
     from dgro_lib.claims import compare_claims, format_comparison, save_reference, write_claims
 
