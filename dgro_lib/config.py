@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .data.math import resolve_dataset
+from .data.math import SYNTHETIC, resolve_dataset
 from .losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
 from .checks import check_runnable_here, uses_reference_model, validate_values
 from .typed import ConfigError, build_dataclass
@@ -80,13 +80,15 @@ class DataConfig:
     eval_seed: int = 2000
     """Generator seed of the held-out set."""
     task: str = "kk"
-    """``kk`` (Knights and Knaves, the experiment runner's task) or ``math`` (DGRO Table 3, DCPO: the loaders
-    and the reward exist, :func:`dgro_lib.data.math.load_math` / :func:`dgro_lib.rewards.math_reward`; the
-    experiment runner does not train on math yet, so math params are validated by ``--dry-run`` only)."""
+    """``kk`` (Knights and Knaves) or ``math`` (DGRO Table 3, DCPO); what differs between them (records, prompt,
+    reward, correctness) is :mod:`dgro_lib.tasks`'s."""
     math_train: str | None = None
-    """Training set of ``task: math`` (a :data:`dgro_lib.data.math` registry name: deepscaler, orz, dapo17k, ...)."""
+    """Training set of ``task: math``: a :data:`dgro_lib.data.math.MATH_DATASETS` name (deepscaler, orz, dapo17k,
+    ...) with ``source: hub`` or ``official`` (files under ``official_dir/<name>``), or ``synthetic`` (the offline
+    generator, :func:`dgro_lib.data.math.generate_math`) with ``source: generated``."""
     math_eval: list[str] = field(default_factory=list)
-    """Evaluation benchmarks of ``task: math`` (math500, aime24, aime25, amc23, minerva, olympiadbench, gsm8k, ...)."""
+    """Evaluation sets of ``task: math`` (math500, aime24, aime25, amc23, minerva, olympiadbench, gsm8k, ...; or
+    ``synthetic``), each capped at ``n_eval`` problems."""
     template: str = "plain"
     """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``formal`` for
     the embedded miniature, ``qwen`` for chat checkpoints)."""
@@ -320,8 +322,18 @@ def _validate(cfg: ExperimentConfig) -> None:
     if cfg.data.task == "math" and not cfg.data.math_train:
         raise ConfigError("data.math_train: task 'math' needs a training set (e.g. deepscaler, orz, dapo17k)")
     if cfg.data.task == "math":
+        if not cfg.data.math_eval:
+            raise ConfigError(f"data.math_eval: task 'math' needs at least one evaluation set (a benchmark, or "
+                              f"{SYNTHETIC!r} for generated problems)")
         for key, names in (("data.math_train", [cfg.data.math_train]), ("data.math_eval", cfg.data.math_eval)):
             for n in names:
+                generated = cfg.data.source == "generated"
+                if n == SYNTHETIC or generated:
+                    if n != SYNTHETIC or not generated:
+                        raise ConfigError(f"{key}: {n!r} with data.source {cfg.data.source!r}: the offline generator "
+                                          f"({SYNTHETIC!r}) goes with source 'generated', a data set with 'hub' or "
+                                          "'official'")
+                    continue
                 try:
                     resolve_dataset(n)
                 except ValueError as e:

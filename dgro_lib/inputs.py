@@ -1,13 +1,14 @@
-"""What an experiment starts from: the base model's path and its training / held-out puzzles."""
+"""What an experiment starts from: the base model's path and its training / held-out records (K&K puzzles or math
+problems, :mod:`dgro_lib.tasks`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from .config import ExperimentConfig
-from .data import kk
 from .models import EMBEDDED_PRESETS, get_embedded_base_model
 from .paths import REPO
+from .tasks import get_task, puzzle_key
 
 __all__ = ["resolve_model_path", "load_train_records", "load_eval_records", "puzzle_key"]
 
@@ -27,37 +28,21 @@ def resolve_model_path(cfg: ExperimentConfig) -> str:
 
 
 def _records(cfg: ExperimentConfig, split: str) -> list[dict]:
-    """Training or held-out puzzles of ``cfg``; training puzzles that also occur in the held-out set are dropped."""
-    d = cfg.data
-    people = d.train_people if split == "train" else d.eval_people
-    n = d.n_train if split == "train" else d.n_eval
-    seed = d.train_seed if split == "train" else d.eval_seed
-    out: list[dict] = []
-    for p in people:
-        if d.source == "generated":
-            out += kk.generate(p, n, seed=seed * 100 + p, name_order=d.name_order)
-        elif d.source == "official":
-            if d.official_dir is None:
-                raise ValueError("data.official_dir: required when data.source is 'official'")
-            out += kk.load_kk(Path(d.official_dir) / ("train" if split == "train" else "test"), people=p, limit=n)
-        else:
-            out += kk.load_kk_hub(subset="train" if split == "train" else "test", split=p, limit=n)
+    """Training or held-out records of ``cfg`` (its task's loader); training records that also occur in the held-out
+    set are dropped."""
+    task = get_task(cfg.data.task)
+    out = task.load(cfg, split)
     if split == "train":
-        held_out = {puzzle_key(r) for r in _records(cfg, "eval")}
+        held_out = {puzzle_key(r) for r in task.load(cfg, "eval")}
         out = [r for r in out if puzzle_key(r) not in held_out]
     return out
 
 
-def puzzle_key(record: dict) -> tuple:
-    """What identifies a puzzle: its names and statements."""
-    return (tuple(record["names"]), str(record["statements"]))
-
-
 def load_train_records(cfg: ExperimentConfig) -> list[dict]:
-    """The training puzzles of ``cfg`` (deterministic from ``data.train_seed``), none of them held out."""
+    """The training records of ``cfg`` (deterministic from ``data.train_seed``), none of them held out."""
     return _records(cfg, "train")
 
 
 def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
-    """The held-out puzzles of ``cfg`` (deterministic from ``data.eval_seed``)."""
+    """The held-out records of ``cfg`` (deterministic from ``data.eval_seed``)."""
     return _records(cfg, "eval")

@@ -19,15 +19,14 @@ from transformers import TrainerCallback, set_seed
 from trl import GRPOConfig
 
 from .config import ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model
-from .data import kk
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, load_train_records, resolve_model_path
 from .losses import trl_loss_type
 from .manifest import atomic_write, finish_manifest, write_json, write_manifest
 from .models import load_model
-from .rewards import kk_reward_func
 from .runstore import latest_checkpoint, prepare_run
 from .sampling import sample
+from .tasks import get_task
 from .trainer import DGROTrainer, NonFiniteError, make_rollout_func
 
 __all__ = ["grpo_config", "uses_reference_model", "run_training", "RunRecorder"]
@@ -151,11 +150,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     train). A run whose ``final_eval.json`` exists is not trained again. Files and evaluations are written by
     the main process only.
     """
-    if cfg.data.task != "kk":
-        raise ValueError(
-            f"data.task: {cfg.data.task!r} — the experiment runner trains on K&K only so far; the math loaders "
-            "(dgro_lib.data.math) and reward (dgro_lib.rewards.math_reward) exist, and "
-            "`python -m dgro_lib.reproduce --profile paper --dry-run` validates math params")
+    task = get_task(cfg.data.task)
     check_runnable_here(cfg)
     run_dir = Path(run_dir)
     final_path = run_dir / "final_eval.json"
@@ -180,11 +175,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     model, tokenizer = load_model(model_path, peft=cfg.model.peft)
     train_records = load_train_records(cfg)
     eval_records = load_eval_records(cfg)
-    columns = {
-        "prompt": [kk.format_prompt(r, template=cfg.data.template) for r in train_records],
-        "names": [list(r["names"]) for r in train_records],
-        "solution": [list(r["solution"]) for r in train_records],
-    }
+    columns = {"prompt": [task.prompt(r, cfg.data.template) for r in train_records], **task.columns(train_records)}
     train_ds = Dataset.from_dict(columns)
 
     t = cfg.train
@@ -192,7 +183,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     recorder = RunRecorder(cfg, run_dir, tokenizer, eval_records[: t.eval_subset], main=main)
     trainer = DGROTrainer(
         model=model,
-        reward_funcs=kk_reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
+        reward_funcs=task.reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
         args=args,
         train_dataset=train_ds,
         processing_class=tokenizer,

@@ -205,14 +205,17 @@ def test_lora_trains_only_the_adapters(tmp_path, monkeypatch):
     assert any("lora_B" in n for n in moved)
 
 
-def test_math_task_is_refused_by_the_runner_with_the_field_named(tmp_path):
+def test_math_from_an_unreachable_hub_fails_with_the_data_set_named_and_the_way_out(tmp_path, monkeypatch):
     import pytest
 
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
-                          {"sweep": {}, "data.task": "math", "data.math_train": "gsm8k"})
-    with pytest.raises(ValueError, match="data.task"):
+                          {"sweep": {}, "data.task": "math", "data.source": "hub", "data.math_train": "gsm8k",
+                           "data.math_eval": ["math500"]})
+    with pytest.raises(RuntimeError, match=r"could not load math data set 'gsm8k'.*local_path"):
         run_training(cfg, 0, tmp_path / "run")
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "run" / "final_eval.json").exists()
 
 
 def test_collect_results_reads_only_the_runs_of_the_current_sweep(tmp_path):

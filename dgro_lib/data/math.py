@@ -42,7 +42,13 @@ from .math_records import (
 )
 from .math_values import ExactValue, Interval, Surd, alternative_forms, near_miss_forms, parse_exact, render_value
 
+SYNTHETIC = "synthetic"
+"""The name that stands for :func:`generate_math` where a data set name is expected (``data.math_train`` /
+``data.math_eval`` of an experiment with ``data.source: generated``); its records' ``source`` is
+``synthetic/<kind>``."""
+
 __all__ = [
+    "SYNTHETIC",
     "KINDS",
     "Surd",
     "Interval",

@@ -1,5 +1,6 @@
-"""K&K accuracy of a model: greedy or sampled answers to puzzles, checked by the reward's correctness rule, and
-the held-out evaluation under an experiment config's ``eval:`` protocol."""
+"""A model's accuracy on a task's records (K&K puzzles or math problems, :mod:`dgro_lib.tasks`): greedy or sampled
+answers, checked by the task reward's own correctness rule, and the held-out evaluation under an experiment config's
+``eval:`` protocol."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dgro_lib.data import kk
 from dgro_lib.sampling import eos_ids, sample
-from dgro_lib.rewards import kk_is_correct
-from dgro_lib.rewards.kk import check_format
+from dgro_lib.tasks import get_task
 
 from .metrics import pass_at_k
 
@@ -22,32 +21,24 @@ if TYPE_CHECKING:  # annotations only: dgro_lib.config imports the model checks,
 __all__ = ["evaluate_greedy", "greedy_eval", "evaluate_sampled", "evaluate_under_config", "eval_summary",
            "greedy_accuracy_by_people", "sampled_success_by_people"]
 
-# Both prompt templates end in "<think>" (dgro_lib.data.kk.format_prompt), so the correctness check and the format
-# check both count the prompt's "<think>" as the completion's opening tag.
-_THINK_IN_PROMPT = True
-
-
-def _correctness_checker():
-    """The correctness rule of every evaluation and the name recorded with its results (``checker``): the reward's
-    own rule, :func:`dgro_lib.rewards.kk_is_correct`."""
-    return kk_is_correct, "dgro_lib.rewards.kk_is_correct"
-
 
 def evaluate_greedy(model, tokenizer, records: Sequence[dict], *, template: str = "plain",
-                    max_new_tokens: int = 512, batch_size: int = 64, progress: bool = False) -> dict[str, Any]:
-    """Greedy K&K accuracy of ``model`` on ``records``.
+                    max_new_tokens: int = 512, batch_size: int = 64, progress: bool = False,
+                    task: str = "kk") -> dict[str, Any]:
+    """Greedy accuracy of ``model`` on ``records`` of ``task`` (``kk`` or ``math``, :mod:`dgro_lib.tasks`).
 
     Returns accuracy, n, correct (list[bool] per record, for paired McNemar tests), completions (texts,
     decoded with skip_special_tokens=True as TRL does), lengths (completion tokens incl. EOS),
-    mean_length, truncated (fraction that hit max_new_tokens without EOS), by_people {n: accuracy},
-    well_formatted (list[bool] per completion: the think/answer tags pass the reward's own format rule,
-    :func:`dgro_lib.rewards.kk.check_format`, with the prompt's ``<think>`` counted as the opening tag exactly as
+    mean_length, truncated (fraction that hit max_new_tokens without EOS), the accuracy per group (K&K:
+    ``by_people`` {people: accuracy}; math: ``by_source`` {benchmark: accuracy}), well_formatted (list[bool] per
+    completion: the tags pass the reward's own format rule, :func:`dgro_lib.rewards.kk.check_format` or
+    :func:`dgro_lib.rewards.check_math_format`, with the prompt's ``<think>`` counted as the opening tag exactly as
     the correctness check counts it), format_rate (the fraction of completions that are well formatted; a correct
     completion is always well formatted, so format_rate >= accuracy), checker (which correctness function was
     used), wall_s.
     """
     return _evaluate_records(model, tokenizer, records, n=1, greedy=True, template=template,
-                             max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
+                             max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress, task=task)
 
 
 greedy_eval = evaluate_greedy  # the name docs/CONTRACTS.md uses
@@ -55,8 +46,8 @@ greedy_eval = evaluate_greedy  # the name docs/CONTRACTS.md uses
 
 def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, temperature: float = 1.0,
                      template: str = "plain", max_new_tokens: int = 512, batch_size: int = 64,
-                     seed: int = 0, progress: bool = False, top_p: float = 1.0) -> dict[str, Any]:
-    """Sampled K&K accuracy: ``n`` samples per record at ``temperature`` (nucleus ``top_p``, see :func:`sample`).
+                     seed: int = 0, progress: bool = False, top_p: float = 1.0, task: str = "kk") -> dict[str, Any]:
+    """Sampled accuracy: ``n`` samples per record at ``temperature`` (nucleus ``top_p``, see :func:`sample`).
 
     Returns what :func:`evaluate_greedy` returns over the n*len(records) samples (format_rate included), plus per_prompt
     (success rate per record), frac_all_correct / frac_all_wrong (groups with zero reward variance
@@ -64,7 +55,7 @@ def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, t
     """
     ev = _evaluate_records(model, tokenizer, records, n=n, greedy=False, temperature=temperature, top_p=top_p,
                            seed=seed, template=template, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                           progress=progress)
+                           progress=progress, task=task)
     c = ev["correct"]
     per = [sum(c[i * n:(i + 1) * n]) / n for i in range(len(records))]
     ev.update(per_prompt=per, frac_all_correct=sum(p == 1 for p in per) / max(len(per), 1),
@@ -73,8 +64,8 @@ def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, t
 
 
 def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new_tokens, batch_size, progress,
-                      temperature=1.0, top_p=1.0, seed=None) -> dict[str, Any]:
-    check, checker = _correctness_checker()
+                      temperature=1.0, top_p=1.0, seed=None, task="kk") -> dict[str, Any]:
+    task = get_task(task)
     t0 = time.perf_counter()
     eos = eos_ids(tokenizer, model)
     # Chunk by prompts (not rows) so the sampler can share prefills within a chunk.
@@ -84,26 +75,25 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
     truncated = 0
     for s in tqdm(range(0, len(records), per_chunk), desc="eval", disable=not progress):
         recs = records[s:s + per_chunk]
-        ids = sample(model, tokenizer, [kk.format_prompt(r, template=template) for r in recs], n=n,
+        ids = sample(model, tokenizer, [task.prompt(r, template) for r in recs], n=n,
                      temperature=temperature, top_p=top_p, greedy=greedy, max_new_tokens=max_new_tokens,
                      seed=None if seed is None else seed + s)
         completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
         lengths += [len(x) for x in ids]
         truncated += sum(1 for x in ids if not (x and x[-1] in eos))
     rows = [r for r in records for _ in range(n)]
-    correct = [bool(check(c, names=r["names"], solution=r["solution"], think_in_prompt=_THINK_IN_PROMPT))
-               for c, r in zip(completions, rows)]
-    well_formatted = [check_format(c, think_in_prompt=_THINK_IN_PROMPT) for c in completions]
-    by_people: dict[int, list[bool]] = {}
+    correct = [task.is_correct(c, r) for c, r in zip(completions, rows)]
+    well_formatted = [task.well_formatted(c) for c in completions]
+    groups: dict[Any, list[bool]] = {}
     for r, ok in zip(rows, correct):
-        by_people.setdefault(len(r["names"]), []).append(ok)
+        groups.setdefault(task.group(r), []).append(ok)
     return {
         "accuracy": sum(correct) / max(len(correct), 1), "n": len(correct), "correct": correct,
         "completions": completions, "lengths": lengths, "mean_length": sum(lengths) / max(len(lengths), 1),
         "truncated": truncated / max(len(lengths), 1),
-        "by_people": {p: sum(v) / len(v) for p, v in sorted(by_people.items())},
+        task.group_name: {p: sum(v) / len(v) for p, v in sorted(groups.items())},
         "well_formatted": well_formatted, "format_rate": sum(well_formatted) / max(len(well_formatted), 1),
-        "checker": checker, "wall_s": round(time.perf_counter() - t0, 2),
+        "checker": task.checker, "wall_s": round(time.perf_counter() - t0, 2),
     }
 
 
@@ -113,7 +103,8 @@ def evaluate_under_config(model, tokenizer, records: Sequence[dict], cfg: Experi
     pass@1 draw); with sampling, ``n_correct`` (per puzzle, out of n_samples), ``pass@k`` for ``cfg.eval.ks`` and
     ``accuracy`` = avg@n are added."""
     e = cfg.eval
-    common = dict(template=cfg.data.template, max_new_tokens=e.max_new_tokens, batch_size=e.batch_size)
+    common = dict(template=cfg.data.template, max_new_tokens=e.max_new_tokens, batch_size=e.batch_size,
+                  task=cfg.data.task)
     if e.temperature == 0:
         ev = evaluate_greedy(model, tokenizer, records, **common)
         ev["pass@1"] = ev["accuracy"]

@@ -50,11 +50,15 @@ def eval_protocol(*, temperature: float, n_samples: int, max_new_tokens: int, te
 def protocol_for_config(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]:
     """How the held-out numbers of an experiment were measured (:func:`eval_protocol` of ``cfg.eval``, the data
     settings and ``n_records`` puzzles; written next to them in base_eval.json / final_eval.json). Greedy
-    decoding records top_p 1.0 (and no seed): neither applies to it."""
+    decoding records top_p 1.0 (and no seed): neither applies to it. A K&K protocol names the people counts; a
+    math protocol the task and its evaluation sets instead (K&K protocols keep the fields they had before math
+    was a task, so the stored evaluations they key stay found)."""
     e = cfg.eval
+    d = cfg.data
+    held_out = {"people": list(d.eval_people)} if d.task == "kk" else {"task": d.task, "math_eval": list(d.math_eval)}
     return eval_protocol(temperature=e.temperature, top_p=e.top_p if e.temperature > 0 else 1.0,
                          n_samples=e.n_samples, max_new_tokens=e.max_new_tokens, template=cfg.data.template,
                          ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
-                         people=list(cfg.data.eval_people), n_puzzles=n_records, data_source=cfg.data.source,
+                         **held_out, n_puzzles=n_records, data_source=cfg.data.source,
                          eval_seed=cfg.data.eval_seed,
                          paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle")
