@@ -104,7 +104,8 @@ def _cpu_model() -> str | None:
 
 
 def machine_info() -> dict[str, Any]:
-    """The machine a result was made on: host, CPU model, torch threads and GPUs (empty without CUDA)."""
+    """The machine a result was made on: host, CPU model, torch threads, the CPU kernels in use
+    (:func:`dgro_lib.numerics.cpu_numerics`) and GPUs (empty without CUDA)."""
     info: dict[str, Any] = {"hostname": platform.node(), "platform": platform.platform(),
                             "machine": platform.machine(), "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
                             "torch_threads": None, "cuda": False, "gpus": []}
@@ -113,6 +114,9 @@ def machine_info() -> dict[str, Any]:
     except ImportError:
         return info
     info["torch_threads"] = torch.get_num_threads()
+    from .numerics import cpu_numerics
+
+    info["cpu_numerics"] = cpu_numerics()  # which SIMD kernels: they decide the last bits of every CPU result
     try:
         if torch.cuda.is_available():
             info["cuda"] = True
