@@ -196,10 +196,11 @@ EMBEDDED_PRESETS["cpu_named"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1
 # The miniature (the cpu profile's base since positional names): person k is always kk.NAMES[k] and the quiz is
 # given in the trace's own words, so the warm-up spends its steps on the logic, not on copying names. Stage 1 is
 # cpu_stage1 without drills or name weighting, 900 steps; the second stage 900 more on new puzzles at half the lr.
-# Measured (2026-12-01, 2-core machine): 760.7 + 592.9 s = 22.6 min as `make reproduce` builds it (two threads; the
-# first stage beside light jobs, ~20 min on an idle machine at the second stage's 5,985 tokens/s); 13.8 + 13.1 =
-# 26.9 min on one core with the other busy. Greedy 50.50 % on the 1,200 held-out 3-person puzzles of DGRO Fig. 1,
-# from which 45 RL steps of the Fig. 1 recipe gain 3.9-6.2 points (pooled z 5.1-7.5), 90 steps 6.5-9.8.
+# Measured with the AVX2 kernels dgro_lib pins (dgro_lib.numerics), bit-identical weights on every build below:
+# 2026-12-02 (an AVX-512 machine): 520.3 + 481.2 s = 16.7 min on one thread beside two training processes on the
+# two cores; 278.7 + 255.2 s = 8.9 min on two threads as `make reproduce` builds it. 2026-12-01 (a slower AVX2
+# machine): 22.6 min on two threads, 26.9 min on one core. Greedy 50.50 % on the 1,200 held-out 3-person puzzles of
+# DGRO Fig. 1, from which 45 RL steps of the Fig. 1 recipe gain 3.9-6.2 points (pooled z 5.1-7.5), 90 steps 6.5-9.8.
 EMBEDDED_PRESETS["mini_stage1"] = dataclasses.replace(EMBEDDED_PRESETS["cpu_stage1"], name_order="positional",
                                                       template="formal", copy_drill_every=0, name_loss_weight=1.0,
                                                       max_steps=900)
