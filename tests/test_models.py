@@ -18,6 +18,7 @@ from dgro_lib import sampling as S
 from dgro_lib.evaluate import accuracy as A
 from dgro_lib.data import kk
 from dgro_lib.data.trace import build_trace, completion_text, header_words, reasoning_trace
+from dgro_lib.tasks import get_task
 
 torch.set_num_threads(1)
 
@@ -118,7 +119,7 @@ def test_tokenizer_save_load(tok, tmp_path):
 @pytest.mark.parametrize("style", ["explicit", "named", "named_verbatim"])
 @pytest.mark.parametrize("people", [2, 3, 4])
 def test_trace_reaches_solution_and_is_judged_correct(tok, people, style):
-    check, _ = A._correctness_checker()
+    check = get_task("kk").is_correct  # the evaluation's correctness rule
     for rec in kk.generate(people, 40, seed=100 + people):
         t = build_trace(rec, style=style)
         assert list(t.assignment) == list(rec["solution"]) and not t.slipped
@@ -127,7 +128,7 @@ def test_trace_reaches_solution_and_is_judged_correct(tok, people, style):
         assert comp.endswith(" </think> <answer> " + kk.answer_text(rec) + " </answer>")
         # what TRL hands the reward: the decoded token ids (spaces around punctuation, no newlines)
         decoded = tok.decode(tok(comp, add_special_tokens=False)["input_ids"], skip_special_tokens=True)
-        assert check(decoded, names=rec["names"], solution=rec["solution"])
+        assert check(decoded, rec)
         assert _local_kk_is_correct(decoded, names=rec["names"], solution=rec["solution"])
 
 
