@@ -269,10 +269,13 @@ def test_run_training_stops_or_skips_per_train_skip_nonfinite(tmp_path, monkeypa
     """train.skip_nonfinite reaches the trainer through run_training; a stopped run keeps its metrics rows."""
     import pandas as pd
 
+    import dataclasses
+
     import dgro_lib.training as T
     from dgro_lib.config import apply_overrides, find_params, load_config
+    from dgro_lib.tasks import TASKS
 
-    real = T.kk_reward_func
+    real = TASKS["kk"].reward_func
 
     def kk_reward_with_nan(scheme):
         inner = real(scheme)
@@ -283,7 +286,7 @@ def test_run_training_stops_or_skips_per_train_skip_nonfinite(tmp_path, monkeypa
             return inner(completions=completions, trainer_state=trainer_state, **kw)
         return kk_nan
 
-    monkeypatch.setattr(T, "kk_reward_func", kk_reward_with_nan)
+    monkeypatch.setitem(TASKS, "kk", dataclasses.replace(TASKS["kk"], reward_func=kk_reward_with_nan))
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
                           {"train.max_steps": 3, "train.save_steps": 1, "train.eval_every": 0, "sweep": {},
                            "train.skip_nonfinite": skip})
