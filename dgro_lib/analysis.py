@@ -275,9 +275,10 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
     greedy = greedy[greedy["seed"] == "pooled"].set_index("point")
     samp = samp[samp["seed"] == "pooled"].set_index("point")
     m = result.metrics.merge(finals[["run", "point"]], on="run")
+    outcome = _outcome_column(m, "correct")
     train = m.groupby("point").apply(lambda g: pd.Series({
-        "train_acc_first": g[g["step"] <= window]["kk_outcome/correct"].mean(),
-        "train_acc_last": g[g["step"] > g["step"].max() - window]["kk_outcome/correct"].mean(),
+        "train_acc_first": g[g["step"] <= window][outcome].mean(),
+        "train_acc_last": g[g["step"] > g["step"].max() - window][outcome].mean(),
         "frac_zero_std": g["frac_reward_zero_std"].mean(),
         "entropy_last": g[g["step"] > g["step"].max() - window]["entropy"].mean()}), include_groups=False)
     table = pd.DataFrame({
@@ -291,6 +292,14 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
     }).join(train)
     order = list(dict.fromkeys(labeler(pd.DataFrame(_points_in_order(result)))))
     return table.reindex(order).rename_axis("point").reset_index()
+
+
+def _outcome_column(metrics: pd.DataFrame, outcome: str) -> str:
+    """The logged training-outcome column of the task's reward (``kk_outcome/correct``, ``math_outcome/correct``)."""
+    cols = [c for c in metrics.columns if c.endswith(f"_outcome/{outcome}")]
+    if len(cols) != 1:
+        raise ValueError(f"expected one '*_outcome/{outcome}' column in the training metrics, found {cols}")
+    return cols[0]
 
 
 def _points_in_order(result) -> list[dict]:
@@ -495,7 +504,8 @@ def method_labels(df: pd.DataFrame, *, loss: dict | None = None) -> pd.Series:
     (``DGRO [-5,5]``); GRPO normalises by the group's s.d. and online DPO only ranks, so their scheme is not named.
     ``loss``: the config's loss section, for rows of a sweep that does not vary it."""
     def one(r) -> str:
-        value = r["loss"] if "loss" in r.index else loss
+        # a metrics row's own `loss` is TRL's logged loss value (a float), not the sweep point's loss section
+        value = r["loss"] if "loss" in r.index and isinstance(r["loss"], (dict, str)) else loss
         if value is None:
             raise ValueError("method_labels: the rows have no `loss` column and no loss= was given")
         loss_ = value if isinstance(value, dict) else json.loads(value)
@@ -633,3 +643,4 @@ def table2_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: flo
 
 
 __all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide", "table2_verdicts"]
+

@@ -187,10 +187,16 @@ def _validate_loss_values(cfg: ExperimentConfig) -> None:
                               "(only losses that require 'values', e.g. dro, read it)")
 
 
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "sgd")
+"""The ``train.optim`` values accepted (transformers' ``TrainingArguments.optim`` names)."""
+
+
 def _validate_train_values(cfg: ExperimentConfig) -> None:
     t = cfg.train
     if not t.learning_rate > 0:
         raise ConfigError(f"train.learning_rate: must be > 0, got {t.learning_rate!r}")
+    if t.optim is not None and t.optim not in OPTIMIZERS:
+        raise ConfigError(f"train.optim: {t.optim!r} is not one of {', '.join(OPTIMIZERS)} (or null: AdamW)")
     for key in ("adam_beta1", "adam_beta2"):
         if not 0 <= getattr(t, key) < 1:
             raise ConfigError(f"train.{key}: must be in [0, 1), got {getattr(t, key)!r}")
@@ -314,7 +320,10 @@ def _validate_model_values(cfg: ExperimentConfig) -> None:
                               f"{', '.join(sorted(EMBEDDED_PRESETS))}")
         preset = EMBEDDED_PRESETS[m.embedded_preset]
         # a model warmed up on one surface and trained or evaluated on another is measured off its distribution
-        for key in ("name_order", "template"):
+        if cfg.data.task != preset.task:
+            raise ConfigError(f"data.task: {cfg.data.task!r}, but model.embedded_preset {m.embedded_preset!r} was "
+                              f"warmed up on task {preset.task!r} (its tokenizer has the words of that task only)")
+        for key in ("name_order", "template") if preset.task == "kk" else ("template",):
             if getattr(cfg.data, key) != getattr(preset, key):
                 raise ConfigError(f"data.{key}: {getattr(cfg.data, key)!r}, but model.embedded_preset "
                                   f"{m.embedded_preset!r} was warmed up with {key} {getattr(preset, key)!r}")

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .data.math import SYNTHETIC, resolve_dataset
+from .data.math import ALL_KINDS, SYNTHETIC, resolve_dataset
 from .losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
 from .checks import check_runnable_here, uses_reference_model, validate_values
 from .typed import ConfigError, build_dataclass
@@ -89,6 +89,10 @@ class DataConfig:
     math_eval: list[str] = field(default_factory=list)
     """Evaluation sets of ``task: math`` (math500, aime24, aime25, amc23, minerva, olympiadbench, gsm8k, ...; or
     ``synthetic``), each capped at ``n_eval`` problems."""
+    math_kinds: list[str] | None = None
+    """Problem kinds of the ``synthetic`` generator (:data:`dgro_lib.data.math.ALL_KINDS`); null = its default
+    :data:`~dgro_lib.data.math.KINDS`, one per answer form. The embedded math miniature trains on ``[add, mul,
+    muladd, linear]`` (:mod:`dgro_lib.data.math_worked`)."""
     template: str = "plain"
     """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``formal`` for
     the embedded miniature, ``qwen`` for chat checkpoints)."""
@@ -128,6 +132,10 @@ class TrainConfig:
     """Optimizer steps. One rollout batch feeds ``num_iterations`` optimizer steps."""
     learning_rate: float = 3e-5
     """Adam learning rate (the paper used 4e-7 on a 7B model; docs/results.md has the recipe behind 3e-5)."""
+    optim: str | None = None
+    """The optimizer: null = transformers' default AdamW (``adamw_torch_fused``), as the papers' trainers; or one of
+    :data:`dgro_lib.checks.OPTIMIZERS` by its ``TrainingArguments.optim`` name (``sgd``: plain SGD, the step is ``learning_rate`` x
+    the clipped gradient, so the reward scale and beta1 scale the step, unlike under Adam)."""
     adam_beta1: float = 0.9
     """Adam β1, in [0, 1)."""
     adam_beta2: float = 0.99
@@ -321,6 +329,13 @@ def _validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"data.task: {cfg.data.task!r} is not one of kk, math")
     if cfg.data.task == "math" and not cfg.data.math_train:
         raise ConfigError("data.math_train: task 'math' needs a training set (e.g. deepscaler, orz, dapo17k)")
+    if cfg.data.math_kinds is not None:
+        if cfg.data.task != "math" or SYNTHETIC not in [cfg.data.math_train, *cfg.data.math_eval]:
+            raise ConfigError(f"data.math_kinds: only read by the {SYNTHETIC!r} math generator (task 'math')")
+        unknown = [k for k in cfg.data.math_kinds if k not in ALL_KINDS]
+        if unknown or not cfg.data.math_kinds:
+            raise ConfigError(f"data.math_kinds: {cfg.data.math_kinds!r} must be a non-empty list of "
+                              f"{', '.join(ALL_KINDS)}")
     if cfg.data.task == "math":
         if not cfg.data.math_eval:
             raise ConfigError(f"data.math_eval: task 'math' needs at least one evaluation set (a benchmark, or "

@@ -117,8 +117,8 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     steps.
     """
     keys = ["run", "seed", by, "step"]
-    m = result.metrics.rename(columns={"kk_outcome/correct": "train_accuracy",
-                                       "completions/mean_length": "response_length"})
+    outcome = {c: "train_accuracy" for c in result.metrics.columns if c.endswith("_outcome/correct")}  # the task's
+    m = result.metrics.rename(columns={**outcome, "completions/mean_length": "response_length"})
     m = smooth(m, ["train_accuracy", "response_length", "entropy"], smooth_window, by=["run"])
     h = result.heldout
     base_correct = result.base["correct"]

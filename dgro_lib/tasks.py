@@ -89,7 +89,8 @@ def _math_load(cfg: "ExperimentConfig", split: str) -> list[dict]:
             if d.source != "generated":
                 raise ValueError(f"data.math_{'train' if split == 'train' else 'eval'}: {SYNTHETIC!r} is the offline "
                                  f"generator; it needs data.source 'generated', got {d.source!r}")
-            out += math_data.generate_math(n, seed=d.train_seed if split == "train" else d.eval_seed)
+            kinds = math_data.KINDS if d.math_kinds is None else d.math_kinds
+            out += math_data.generate_math(n, seed=d.train_seed if split == "train" else d.eval_seed, kinds=kinds)
         elif d.source == "official":
             if d.official_dir is None:
                 raise ValueError("data.official_dir: required when data.source is 'official'")

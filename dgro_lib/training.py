@@ -64,6 +64,7 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> GRPOCo
         gradient_accumulation_steps=accumulation,
         steps_per_generation=accumulation * t.updates_per_rollout,
         **{k: getattr(t, k) for k in _SAME_NAME_FIELDS},
+        **({} if t.optim is None else {"optim": t.optim}),  # None keeps transformers' default (and old runs' bits)
         # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
         # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
         # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).

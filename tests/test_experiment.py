@@ -212,7 +212,7 @@ def test_math_from_an_unreachable_hub_fails_with_the_data_set_named_and_the_way_
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
                           {"sweep": {}, "data.task": "math", "data.source": "hub", "data.math_train": "gsm8k",
-                           "data.math_eval": ["math500"]})
+                           "data.math_eval": ["math500"], "model.embedded_preset": "math_ci"})
     with pytest.raises(RuntimeError, match=r"could not load math data set 'gsm8k'.*local_path"):
         run_training(cfg, 0, tmp_path / "run")
     assert not (tmp_path / "run" / "final_eval.json").exists()

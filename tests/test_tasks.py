@@ -13,7 +13,8 @@ from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, protocol_for_co
 from dgro_lib.inputs import load_eval_records, load_train_records
 from dgro_lib.tasks import TASKS, get_task, puzzle_key
 
-MATH = {"data.task": "math", "data.math_train": "synthetic", "data.math_eval": ["synthetic"]}
+MATH = {"data.task": "math", "data.math_train": "synthetic", "data.math_eval": ["synthetic"],
+        "model.embedded_preset": "math_ci"}
 
 
 def _cfg(**overrides):

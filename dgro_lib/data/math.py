@@ -12,6 +12,7 @@ re-exported here (``math.load_math``, ``math.generate_math``, ...):
 
 * :mod:`.math_values` -- exact values: parsing and rendering answers, their equivalent and near-miss forms;
 * :mod:`.math_generate` -- the offline generator of problems with exact answers (:func:`generate_math`);
+* :mod:`.math_worked` -- the math miniature's arithmetic kinds with worked traces (:func:`worked_examples`);
 * :mod:`.math_records` -- a benchmark's raw record to problem and answer, the multiple-choice sets included;
 * :mod:`.math_datasets` -- the registry of benchmark and training sets and their loader (:func:`load_math`).
 
@@ -27,7 +28,7 @@ from typing import Any, Mapping
 # Re-exports: the names below were all defined in this module before the split; callers keep using
 # ``dgro_lib.data.math.<name>``.
 from .math_datasets import MATH_DATASETS, MathDatasetSpec, load_math, resolve_dataset
-from .math_generate import KINDS, generate_math
+from .math_generate import ALL_KINDS, KINDS, generate_math
 from .math_records import (
     CHOICE_LETTERS,
     GPQA_SHUFFLE_SEED,
@@ -40,6 +41,7 @@ from .math_records import (
     plain_answer,
     plain_problem,
 )
+from .math_worked import WORKED_KINDS, worked_examples
 from .math_values import ExactValue, Interval, Surd, alternative_forms, near_miss_forms, parse_exact, render_value
 
 SYNTHETIC = "synthetic"
@@ -50,6 +52,9 @@ SYNTHETIC = "synthetic"
 __all__ = [
     "SYNTHETIC",
     "KINDS",
+    "ALL_KINDS",
+    "WORKED_KINDS",
+    "worked_examples",
     "Surd",
     "Interval",
     "ExactValue",

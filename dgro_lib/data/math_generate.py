@@ -23,10 +23,15 @@ from fractions import Fraction
 from typing import Callable, Sequence
 
 from .math_values import ExactValue, Interval, Surd, _decimal, _square_free_split, render_value
+from .math_worked import WORKED_KINDS, distinct_draws, draw_worked
 
-__all__ = ["KINDS", "generate_math"]
+__all__ = ["KINDS", "ALL_KINDS", "generate_math"]
 
 KINDS: tuple[str, ...] = ("integer", "fraction", "slash", "decimal", "interval", "sqrt")
+"""The default kinds: one per answer form."""
+ALL_KINDS: tuple[str, ...] = KINDS + WORKED_KINDS
+"""Also the math miniature's arithmetic kinds (:mod:`.math_worked`), whose problems come from the part of their space
+the miniature's warm-up never sees."""
 
 
 def _signed(term: int, first: bool = False) -> str:
@@ -136,15 +141,16 @@ _GENERATORS: dict[str, Callable[[random.Random], tuple[str, ExactValue, str]]] =
     "decimal": _gen_decimal,
     "interval": _gen_interval,
     "sqrt": _gen_sqrt,
+    **{kind: (lambda rng, kind=kind: draw_worked(kind, rng, reserved=True)[:3]) for kind in WORKED_KINDS},
 }
-_MAX_REPEATS = 1000
 
 
 def generate_math(n: int, *, seed: int = 0, kinds: Sequence[str] = KINDS) -> list[dict]:
     """Generate ``n`` distinct problems with exact reference answers, deterministically from ``seed``.
 
     Record ``i`` has kind ``kinds[i % len(kinds)]`` (see the module docstring for the kinds and
-    their answer forms); ``source`` is ``"synthetic/<kind>"``. Everything comes from one
+    their answer forms, and :mod:`.math_worked` for the miniature's ``add``, ``mul``, ``muladd`` and ``linear``,
+    whose integer answers are written plainly); ``source`` is ``"synthetic/<kind>"``. Everything comes from one
     ``random.Random(seed)``, so the output is a pure function of the arguments and
     ``generate_math(k, seed=s)`` is a prefix of ``generate_math(m, seed=s)`` for ``k <= m``.
     Use :func:`parse_exact` on an answer to get its exact value back.
@@ -153,26 +159,8 @@ def generate_math(n: int, *, seed: int = 0, kinds: Sequence[str] = KINDS) -> lis
       ValueError: ``n < 0``, an empty ``kinds``, or an unknown kind (the message lists the valid ones).
       RuntimeError: no new distinct problem of a kind after many draws (its space is exhausted).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0, got {n!r}")
-    kinds = tuple(kinds)
-    if not kinds:
-        raise ValueError("kinds is empty")
-    unknown = [k for k in kinds if k not in _GENERATORS]
-    if unknown:
-        raise ValueError(f"unknown kind(s) {unknown} (valid: {', '.join(KINDS)})")
-    rng = random.Random(seed)
-    seen: set[str] = set()
-    out: list[dict] = []
-    for i in range(n):
-        kind = kinds[i % len(kinds)]
-        for _ in range(_MAX_REPEATS):
-            problem, _value, answer = _GENERATORS[kind](rng)
-            if problem not in seen:
-                break
-        else:
-            raise RuntimeError(f"no new distinct {kind!r} problem after {_MAX_REPEATS} draws "
-                               f"({len(out)} of {n} generated)")
-        seen.add(problem)
-        out.append({"problem": problem, "answer": answer, "source": f"synthetic/{kind}"})
-    return out
+    draws = distinct_draws(n, seed, kinds, lambda kind, rng: _GENERATORS[kind](rng), known=ALL_KINDS,
+                           unknown_message="unknown kind(s) {}")
+    return [{"problem": problem, "answer": answer, "source": f"synthetic/{kind}"}
+            for kind, (problem, _value, answer) in draws]
+

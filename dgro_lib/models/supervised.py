@@ -1,24 +1,29 @@
 """Supervised warm-up of the embedded model: the puzzles it trains on, the drills, and the training loop.
 
-The warm-up teaches the prompt -> reasoning trace -> answer format of :mod:`dgro_lib.data.trace` by next-token
-training. Besides puzzle batches it can train on short *drills* (a numbered list of names and the trace's legend
-that copies it; quiz sentences and the trace header that translates them): the two copying skills the trace needs
-and its own tokens teach slowly. docs/embedded-model.md has what each recipe measured.
+The warm-up teaches the prompt -> reasoning trace -> answer format by next-token training: on K&K the traces of
+:mod:`dgro_lib.data.trace`, on math (``EmbeddedModelConfig.task = "math"``) the worked arithmetic of
+:mod:`dgro_lib.data.math_worked` followed by ``</think> \\boxed{answer}``. Besides K&K puzzle batches it can
+train on short *drills* (a numbered list of names and the trace's legend that copies it; quiz sentences and the
+trace header that translates them): the two copying skills the trace needs and its own tokens teach slowly. docs/embedded-model.md has what each recipe measured.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
 
 from dgro_lib.data import kk
+from dgro_lib.data import math as math_data
+from dgro_lib.data.math_worked import worked_examples
 from dgro_lib.data.trace import build_trace, format_answer, header_words
 from dgro_lib.evaluate.accuracy import evaluate_greedy
+from dgro_lib.tasks import get_task
 
 if TYPE_CHECKING:  # annotations only: embedded.py builds on this module
     from .embedded import EmbeddedModelConfig
@@ -28,6 +33,9 @@ __all__ = ["warmup", "warmup_records", "heldout_records", "copy_drill_text", "st
 # Training puzzles use seeds cfg.seed * 1000 + p; held-out ones this base + p (and are deduplicated
 # against training by statement tree, since 2-3 person puzzle streams can collide).
 HELDOUT_SEED_BASE = 990_000
+# Math warm-up problems use this base + cfg.seed (math_worked keeps them disjoint from every held-out problem).
+MATH_WARMUP_SEED_BASE = 500_000
+_MATH_MAX_NEW_TOKENS = 128  # the longest worked trace (mul of 3 digits, muladd) is ~45 tokens
 
 
 def _split_counts(n: int, mix: Sequence[float]) -> list[int]:
@@ -78,9 +86,31 @@ def heldout_records(n_people: int, n: int, *, exclude: Iterable[dict] = (), seed
         k *= 2
 
 
-def _warmup_examples(tokenizer, cfg: EmbeddedModelConfig, records: list[dict]
-                     ) -> tuple[list[list[int]], list[int], int]:
-    """Token ids of prompt + completion + EOS per record, the prompt lengths, and the slipped count."""
+def _tokenized(tokenizer, prompts: list[str], completions: list[str]) -> tuple[list[list[int]], list[int]]:
+    """Token ids of prompt + completion + EOS per example, and the prompt lengths."""
+    p_ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    c_ids = tokenizer(completions, add_special_tokens=False)["input_ids"]
+    eos = tokenizer.eos_token_id
+    return [p + c + [eos] for p, c in zip(p_ids, c_ids)], [len(p) for p in p_ids]
+
+
+@dataclass
+class _Corpus:
+    """What the warm-up trains on and evaluates with, for one task (``EmbeddedModelConfig.task``)."""
+
+    records: list[dict]
+    prompts: list[str]
+    completions: list[str]
+    groups: list[Any]
+    """Per example: what ``mean_len_by_<group_name>`` breaks completion lengths down by."""
+    group_name: str
+    slipped: int
+    heldout: Callable[[], list[tuple[str, list[dict], int]]]
+    """-> ``[(key, held-out records, max_new_tokens)]`` for the greedy evaluation after the warm-up."""
+
+
+def _kk_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
+    records = warmup_records(cfg)
     rng = random.Random(cfg.seed)
     prompts, completions, slipped = [], [], 0
     for rec in records:
@@ -89,10 +119,29 @@ def _warmup_examples(tokenizer, cfg: EmbeddedModelConfig, records: list[dict]
         head = f"{t.text} " if t.text else ""
         prompts.append(kk.format_prompt(rec, template=cfg.template))
         completions.append(f"{head}</think> <answer> {format_answer(rec['names'], t.assignment)} </answer>")
-    p_ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    c_ids = tokenizer(completions, add_special_tokens=False)["input_ids"]
-    eos = tokenizer.eos_token_id
-    return [p + c + [eos] for p, c in zip(p_ids, c_ids)], [len(p) for p in p_ids], slipped
+
+    def heldout():
+        return [(str(p), heldout_records(p, cfg.eval_puzzles, exclude=records, name_order=cfg.name_order),
+                 _max_new_tokens(p)) for p in cfg.eval_people]
+
+    return _Corpus(records, prompts, completions, [len(r["names"]) for r in records], "people", slipped, heldout)
+
+
+def _math_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
+    pairs = worked_examples(cfg.n_puzzles, seed=MATH_WARMUP_SEED_BASE + cfg.seed, kinds=cfg.math_kinds)
+    records = [r for r, _ in pairs]
+    prompts = [math_data.format_prompt(r, template=cfg.template) for r in records]
+    completions = [f" {trace} </think> \\boxed{{{r['answer']}}}" for r, trace in pairs]
+
+    def heldout():
+        # reserved problems only (math_worked): none of them is a warm-up problem
+        held = math_data.generate_math(cfg.eval_puzzles, seed=HELDOUT_SEED_BASE, kinds=cfg.math_kinds)
+        return [("math", held, _MATH_MAX_NEW_TOKENS)]
+
+    return _Corpus(records, prompts, completions, [r["source"].split("/")[-1] for r in records], "kind", 0, heldout)
+
+
+_CORPORA: dict[str, Callable[[EmbeddedModelConfig], _Corpus]] = {"kk": _kk_corpus, "math": _math_corpus}
 
 
 def copy_drill_text(rng: random.Random, *, people: Sequence[int] = (2, 3, 4, 5)) -> str:
@@ -152,17 +201,18 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
 
     Returns stats: steps, tokens (real, incl. prompt), completion_tokens, wall_s, tokens_per_s,
     loss (mean of the last 50 steps), loss_curve [(step, loss)], stopped_by, n_params, n_records,
-    slipped (records whose trace slipped), mean_len_by_people (completion tokens), and ``eval`` (held-out
-    greedy accuracy) when cfg.eval_puzzles > 0.
+    slipped (records whose trace slipped), mean_len_by_people (K&K) or mean_len_by_kind (math; completion tokens),
+    and ``eval`` (held-out greedy accuracy, per people count or for the math set, with its breakdown by group) when
+    cfg.eval_puzzles > 0.
     """
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    records = warmup_records(cfg)
-    seqs, plens, slipped = _warmup_examples(tokenizer, cfg, records)
+    corpus = _CORPORA[cfg.task](cfg)
+    seqs, plens = _tokenized(tokenizer, corpus.prompts, corpus.completions)
     lengths = [len(s) for s in seqs]
-    by_people: dict[int, list[int]] = {}
-    for rec, s, p in zip(records, seqs, plens):
-        by_people.setdefault(len(rec["names"]), []).append(len(s) - p)
+    by_group: dict[Any, list[int]] = {}
+    for g, s, p in zip(corpus.groups, seqs, plens):
+        by_group.setdefault(g, []).append(len(s) - p)
     batches = _batches(lengths, cfg.batch_size, random.Random(cfg.seed))
 
     model.train()
@@ -226,16 +276,16 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
         "steps": step, "tokens": tokens, "completion_tokens": comp_tokens, "wall_s": round(wall, 2),
         "tokens_per_s": round(tokens / max(wall, 1e-9), 1), "loss": sum(losses[-50:]) / max(len(losses[-50:]), 1),
         "loss_curve": curve, "stopped_by": stopped_by, "n_params": sum(p.numel() for p in model.parameters()),
-        "n_records": len(records), "slipped": slipped,
-        "mean_len_by_people": {p: sum(v) / len(v) for p, v in sorted(by_people.items())},
+        "n_records": len(corpus.records), "slipped": corpus.slipped,
+        f"mean_len_by_{corpus.group_name}": {g: sum(v) / len(v) for g, v in sorted(by_group.items())},
     }
     if cfg.eval_puzzles > 0:
         stats["eval"] = {}
-        for p in cfg.eval_people:
-            held = heldout_records(p, cfg.eval_puzzles, exclude=records, name_order=cfg.name_order)
-            ev = evaluate_greedy(model, tokenizer, held, template=cfg.template, max_new_tokens=_max_new_tokens(p),
-                                 batch_size=64)
-            stats["eval"][str(p)] = {k: ev[k] for k in ("accuracy", "n", "mean_length", "truncated", "wall_s")}
+        for key, held, max_new in corpus.heldout():
+            ev = evaluate_greedy(model, tokenizer, held, template=cfg.template, max_new_tokens=max_new,
+                                 batch_size=64, task=cfg.task)
+            group = get_task(cfg.task).group_name
+            stats["eval"][key] = {k: ev[k] for k in ("accuracy", "n", "mean_length", "truncated", "wall_s", group)}
     return stats
 
 

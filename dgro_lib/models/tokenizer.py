@@ -1,8 +1,13 @@
-"""The word-level tokenizer of the embedded model and its fixed vocabulary.
+"""The word-level tokenizers of the embedded models and their fixed vocabularies.
 
-Every word of the K&K prompts, answers and reasoning traces is one token, so a ~1M-parameter model spends its
-capacity on the logic instead of on spelling. Person labels "(1)".."(9)" are one word each: they are the key the
-answer "(k) NAME" copies a name by.
+K&K (:func:`build_embedded_tokenizer`): every word of the prompts, answers and reasoning traces is one token, so a
+~1M-parameter model spends its capacity on the logic instead of on spelling. Person labels "(1)".."(9)" are one
+word each: they are the key the answer "(k) NAME" copies a name by.
+
+Math (:func:`build_math_tokenizer`): a word or a punctuation character is one token, together with the space before
+it; a digit is a token alone (a space before a number is a token of its own); decoding concatenates the tokens, so a number is a digit sequence the model computes digit
+by digit and ``decode(encode(text)) == text`` for any text made of the vocabulary's pieces (the reward has to read
+``\\boxed{834}`` exactly as written).
 """
 
 from __future__ import annotations
@@ -10,14 +15,15 @@ from __future__ import annotations
 import functools
 from typing import Iterable
 
-from tokenizers import AddedToken, Regex, Tokenizer, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers
 from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
 
 from dgro_lib.data import kk
 from dgro_lib.data.trace import trace_vocabulary
 
-__all__ = ["SPECIAL_TOKENS", "TAG_TOKENS", "build_tokenizer", "embedded_vocabulary", "build_embedded_tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "TAG_TOKENS", "build_tokenizer", "embedded_vocabulary", "build_embedded_tokenizer",
+           "MATH_PIECE_PATTERN", "math_vocabulary", "build_math_tokenizer"]
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 SPECIAL_TOKENS = (PAD, UNK, EOS)
@@ -94,3 +100,50 @@ def build_embedded_tokenizer(template: str = "plain", name_order: str = "random"
     random initialisation that follows it; docs/embedded-model.md has what the two measured.
     """
     return build_tokenizer(embedded_vocabulary(template, name_order))
+
+
+MATH_PIECE_PATTERN = r" ?[A-Za-z]+| ?[^\sA-Za-z\d]|\d|\s+"
+"""A math token: a word or one non-digit character, each with at most one space before it; one digit (never with a
+space: a digit has one embedding wherever it stands in a number, and a space before a number is a token of its own);
+or a run of whitespace (newlines included)."""
+_MATH_VOCAB_SEED = 54_321
+_MATH_VOCAB_PROBLEMS = 400
+
+
+def _math_tokenizer(pieces: Iterable[str], *, model_max_length: int = 8192):
+    vocab = set(pieces) - set(SPECIAL_TOKENS) - set(TAG_TOKENS)
+    ordered = [*SPECIAL_TOKENS, *TAG_TOKENS, *sorted(vocab)]
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(ordered)}, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(MATH_PIECE_PATTERN), "isolated")
+    tok.decoder = decoders.Fuse()  # the pieces carry their own spaces
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False, single_word=False) for t in TAG_TOKENS])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, unk_token=UNK, eos_token=EOS,
+                                   padding_side="left", model_max_length=model_max_length,
+                                   clean_up_tokenization_spaces=False)
+
+
+@functools.lru_cache(maxsize=2)
+def math_vocabulary(template: str = "plain") -> tuple[str, ...]:
+    """The math tokenizer's pieces: those of generated miniature problems in ``template`` with their worked traces
+    and boxed answers (fixed seed), every digit and sign with and without a space before it, and the whitespace
+    pieces of the template."""
+    from dgro_lib.data import math as math_data  # the data package imports nothing from models
+
+    pre = pre_tokenizers.Split(Regex(MATH_PIECE_PATTERN), "isolated")
+    texts = []
+    for rec, trace in math_data.worked_examples(_MATH_VOCAB_PROBLEMS, seed=_MATH_VOCAB_SEED):
+        texts += [math_data.format_prompt(rec, template=template), f" {trace} ", f" \\boxed{{{rec['answer']}}}"]
+    texts += [" ".join("0123456789+-") + " " + "".join("0123456789+-")]
+    pieces: set[str] = set()
+    for text in texts:
+        for tag in TAG_TOKENS:
+            text = text.replace(tag, " ")
+        pieces.update(w for w, _ in pre.pre_tokenize_str(text))
+    return tuple(sorted(pieces))
+
+
+def build_math_tokenizer(template: str = "plain"):
+    """The embedded math model's tokenizer (module docstring): ids <pad>=0, <unk>=1, <eos>=2 (special), the four
+    tags 3..6 (added, non-special), then the pieces of :func:`math_vocabulary` in sorted order."""
+    return _math_tokenizer(math_vocabulary(template))

@@ -1,0 +1,152 @@
+"""The math experiments' tables and verdicts: DGRO Table 3 (pass@1 per benchmark against the base model) and Fig. 4
+(whether the entropy rises during math training), as the notebooks ``dgro_table3_math`` and
+``dgro_fig4_math_entropy`` compute them. At the miniature's scale a "benchmark" is one generated problem kind.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .evaluate import paired_improvement_table
+
+# DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
+DGRO_TABLE3_PAPER = pd.DataFrame(
+    [["O1-Preview", 0.40, 0.81, None, None, None, None],
+     ["GPT-4o-2024-08-06", None, 0.81, None, 0.37, 0.43, None],
+     ["Deepseek-R1", 0.80, 0.97, None, None, None, None],
+     ["Qwen2.5-Math-7B-Instruct", 0.13, 0.50, 0.51, 0.35, 0.41, 0.44],
+     ["rStar-Math-7B", 0.27, 0.78, 0.48, None, 0.47, None],
+     ["Eurus-2-7B-PRIME", 0.28, 0.58, 0.39, None, 0.42, 0.42],
+     ["Qwen2.5-7B-SimpleRL", 0.30, 0.63, 0.40, 0.43, 0.43, 0.51],
+     ["DeepScaleR-1.5B-Preview", 0.43, 0.88, 0.74, 0.30, 0.50, 0.57],
+     ["DeepSeek-R1-Distill-Qwen-1.5B", 0.29, 0.83, 0.27, None, 0.43, 0.49],
+     ["DeepSeek-R1-Distill-Qwen-7B (32k)", 0.56, 0.93, None, None, None, None],
+     ["DeepSeek-R1-Distill-Qwen-7B (8k)", 0.40, 0.86, 0.69, 0.35, 0.49, 0.558],
+     ["+DGRO, Distill-Qwen-7B (8k) on Deepscaler", 0.43, 0.91, 0.81, 0.39, 0.53, 0.614],
+     ["+DGRO, Distill-Qwen-7B (8k) on Orz", 0.50, 0.92, 0.81, 0.35, 0.56, 0.628]],
+    columns=["model", "AIME 2024", "MATH 500", "AMC 2023", "Minerva Math", "Olympiad Bench", "Avg."])
+
+
+def _benchmark_name(source: str) -> str:
+    return source.split("/", 1)[1] if source.startswith("synthetic/") else source
+
+
+def math_benchmark_table(finals: pd.DataFrame, base: dict, sources: Sequence[str]
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """DGRO Table 3 from one held-out evaluation: pass@1 per benchmark (the ``source`` of each held-out problem;
+    a generated kind at the miniature's scale), for the base model and each labelled point of ``finals`` (a
+    ``point`` column, a ``correct`` list per run in the order of ``sources``), plus ``all`` (every problem).
+
+    Returns (long, tests). ``long``: one row per (model, benchmark): n problems, seeds, pass@1 mean and s.d. over
+    seeds. ``tests``: each point against the base per benchmark, McNemar pooled over seeds
+    (:func:`~dgro_lib.evaluate.paired_improvement_table`).
+    """
+    if len(base["correct"]) != len(sources):
+        raise ValueError(f"sources: {len(sources)} entries, but the base model was evaluated on "
+                         f"{len(base['correct'])} problems")
+    groups = {_benchmark_name(s): [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
+    groups["all"] = list(range(len(sources)))
+    long, tests = [], []
+    for bench, idx in groups.items():
+        sub = finals.assign(correct=[[c[i] for i in idx] for c in finals["correct"]])
+        base_c = [base["correct"][i] for i in idx]
+        long.append({"model": "base model", "benchmark": bench, "n": len(idx), "seeds": 1,
+                     "pass@1": float(np.mean(base_c)), "std": 0.0})
+        for label, g in sub.groupby("point", sort=False):
+            acc = [float(np.mean(c)) for c in g["correct"]]
+            long.append({"model": label, "benchmark": bench, "n": len(idx), "seeds": len(acc),
+                         "pass@1": float(np.mean(acc)), "std": float(np.std(acc, ddof=1)) if len(acc) > 1 else 0.0})
+        t = paired_improvement_table(sub, base_c, by="point")
+        tests.append(t[t["seed"] == "pooled"].drop(columns="seed").assign(benchmark=bench))
+    tests = pd.concat(tests, ignore_index=True).rename(columns={"point": "model"})
+    return pd.DataFrame(long), tests[["model", "benchmark", "acc_before", "acc_after", "delta_points", "fixed",
+                                      "broken", "z", "p"]]
+
+
+def math_benchmark_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """``long`` of :func:`math_benchmark_table` in Table 3's layout: one row per model, one column per benchmark
+    (``mean`` ± s.d. over seeds where there are several), ``Avg.`` (the mean over the benchmark columns, as the
+    paper's) and ``all`` (pass@1 over every problem)."""
+    benches = [b for b in dict.fromkeys(long["benchmark"]) if b != "all"]
+    cell = long.assign(cell=[f"{m:.3f}" + (f" ± {s:.3f}" if k > 1 else "") for m, s, k in
+                             zip(long["pass@1"], long["std"], long["seeds"])])
+    wide = cell.pivot(index="model", columns="benchmark", values="cell").reindex(
+        index=list(dict.fromkeys(long["model"])), columns=[*benches, "all"])
+    means = long.pivot(index="model", columns="benchmark", values="pass@1")
+    wide.insert(len(benches), "Avg.", means[benches].mean(axis=1).map("{:.3f}".format))
+    return wide.reset_index().assign(source="measured here")
+
+
+def benchmark_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
+    """One verdict per (model, benchmark): *improves* / *hurts* (pooled z beyond ±threshold), *no change*, or *not
+    testable at this scale* when the base and every seed score 0 there, or all score 1 (no room either way)."""
+    rows = []
+    for r in tests.itertuples():
+        acc = long[(long["model"] == r.model) & (long["benchmark"] == r.benchmark)].iloc[0]["pass@1"]
+        if {r.acc_before, acc} <= {0.0} or {r.acc_before, acc} <= {1.0}:
+            verdict = "not testable at this scale"
+        else:
+            verdict = "improves" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no change"
+        rows.append({"model": r.model, "benchmark": r.benchmark, "verdict": verdict,
+                     "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % ({r.delta_points:+.2f} "
+                                 f"points, pooled z {r.z:+.2f}, {int(r.fixed)} / {int(r.broken)})"})
+    return pd.DataFrame(rows)
+
+
+def entropy_trend(metrics: pd.DataFrame, *, by: str = "point", column: str = "entropy", fraction: float = 0.2
+                  ) -> pd.DataFrame:
+    """Whether ``column`` rises over training, per run: its mean over the last ``fraction`` of the logged steps
+    minus its mean over the first ``fraction`` (``change``), and ``relative`` = change / first. One row per run
+    (``by``, seed, run, first, last, change, relative). Rows without the column (an optimizer step that logs no
+    rollout) are skipped."""
+    rows = []
+    for (point, seed, run), g in metrics.groupby([by, "seed", "run"], sort=False):
+        v = g.sort_values("step")[["step", column]].dropna()
+        k = max(1, int(round(len(v) * fraction)))
+        first, last = float(v[column].iloc[:k].mean()), float(v[column].iloc[-k:].mean())
+        rows.append({by: point, "seed": seed, "run": run, "first": first, "last": last, "change": last - first,
+                     "relative": (last - first) / first if first else math.nan})
+    return pd.DataFrame(rows)
+
+
+def entropy_trend_verdicts(trend: pd.DataFrame, *, by: str = "point") -> pd.DataFrame:
+    """Per ``by`` value: *rises* when every seed's entropy rises (``change`` > 0) and the seed mean of the change is
+    more than 2 standard errors above 0; *falls* symmetrically; *no clear trend* otherwise. The evidence gives the
+    mean relative change and the per-seed changes."""
+    rows = []
+    for point, g in trend.groupby(by, sort=False):
+        c = g["change"].to_numpy()
+        se = float(np.std(c, ddof=1) / np.sqrt(len(c))) if len(c) > 1 else math.inf
+        t = float(np.mean(c) / se) if se > 0 else math.copysign(math.inf, float(np.mean(c)))
+        verdict = ("rises" if (c > 0).all() and t > 2 else "falls" if (c < 0).all() and t < -2
+                   else "no clear trend")
+        rows.append({by: point, "verdict": verdict, "mean_change": float(np.mean(c)), "t": t,
+                     "mean_relative": float(g["relative"].mean()),
+                     "evidence": f"first {g['first'].mean():.4f} -> last {g['last'].mean():.4f} "
+                                 f"({100 * g['relative'].mean():+.1f} %; per seed "
+                                 + ", ".join(f"{x:+.4f}" for x in c) + f"; t = {t:+.2f})"})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide", "benchmark_verdicts",
+            "entropy_trend", "entropy_trend_verdicts"]
+
+
+def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str]) -> pd.Series:
+    """One label per row: the method (:func:`dgro_lib.analysis.method_labels`, e.g. ``DGRO [-3,3]``), followed by
+    the values of the other swept keys (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that
+    points differing only in their data are not pooled into one row."""
+    from .analysis import method_labels
+
+    labels = method_labels(df, loss=loss)
+    other = [k for key in keys for k in key.split("|") if k not in ("loss", "reward.scheme")]
+    if not other:
+        return labels
+    return labels + df.apply(lambda r: " on " + ", ".join(str(r[k]) for k in other), axis=1)
+
+
+__all__ += ["run_labels"]

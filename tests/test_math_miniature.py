@@ -1,0 +1,248 @@
+"""The math miniature: worked arithmetic problems, the digit-level math tokenizer, the math warm-up and its presets.
+
+References are computed independently: the problem text is parsed back and evaluated with Python's integers, a
+trace is replayed clause by clause, and the reward's own correctness rule judges the decoded completions."""
+
+import random
+import re
+
+import pytest
+
+from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
+from dgro_lib.data import math as math_data
+from dgro_lib.data.math_worked import _GENERATORS, WORKED_KINDS, is_reserved, worked_examples
+from dgro_lib.rewards import math_is_correct
+
+_PROBLEM = {
+    "add": (r"Compute \$ (\d+) \+ (\d+) \$\.", lambda a, b: a + b),
+    "mul": (r"Compute \$ (\d+) \\times (\d) \$\.", lambda a, d: a * d),
+    "muladd": (r"Compute \$ (\d) \\times (\d) \+ (\d+) \$\.", lambda a, b, c: a * b + c),
+}
+
+
+def _reference(problem: str) -> int:
+    """The problem's answer from its text alone."""
+    m = re.fullmatch(r"Solve for \$x\$: \$ (\d)x \+ (\d+) = (\d+) \$\.", problem)
+    if m:
+        a, b, c = map(int, m.groups())
+        assert (c - b) % a == 0
+        return (c - b) // a
+    for pattern, fn in _PROBLEM.values():
+        m = re.fullmatch(pattern, problem)
+        if m:
+            return fn(*map(int, m.groups()))
+    raise AssertionError(f"unparsed problem {problem!r}")
+
+
+def _replay(trace: str) -> int:
+    """Check every clause of a trace (``lhs = rhs`` evaluates true, a column's result feeds the next carry) and
+    return the number after ``so`` (or the last ``x = ...``)."""
+    for clause in re.split(r" , | : ", trace):
+        if clause.startswith("so "):
+            return int(clause[3:])
+        if "=" not in clause:  # "42 + 45" announcing a column addition
+            continue
+        *lhs, rhs = [p.strip() for p in clause.split("=")]
+        for expr in lhs:
+            expr = expr.replace("\\times", "*").replace("/", "//")
+            if re.fullmatch(r"\d+x", expr) or expr == "x":
+                continue
+            assert eval(expr) == int(rhs), clause  # noqa: S307 - digits and + - * // only
+    return int(trace.rsplit("=", 1)[1])
+
+
+def test_worked_traces_are_true_and_end_in_the_answer():
+    pairs = worked_examples(400, seed=11)
+    kinds = [r["source"] for r, _ in pairs]
+    assert kinds[:4] == [f"synthetic/{k}" for k in WORKED_KINDS] and len({r["problem"] for r, _ in pairs}) == 400
+    for rec, trace in pairs:
+        assert set(rec) == {"problem", "answer", "source"}
+        answer = _reference(rec["problem"])
+        assert rec["answer"] == str(answer) and _replay(trace) == answer, (rec, trace)
+
+
+def test_column_traces_match_the_documented_examples():
+    from dgro_lib.data.math_worked import _column_add, _column_mul
+
+    assert _column_add(478, 356) == (["8 + 6 = 14", "7 + 5 + 1 = 13", "4 + 3 + 1 = 8"], 834)
+    assert _column_add(978, 56) == (["8 + 6 = 14", "7 + 5 + 1 = 13", "9 + 1 = 10"], 1034)
+    assert _column_mul(347, 6) == (["7 \\times 6 = 42", "4 \\times 6 + 4 = 28", "3 \\times 6 + 2 = 20"], 2082)
+    for a in range(10, 400, 7):
+        for b in range(10, 999, 131):
+            assert _column_add(a, b)[1] == a + b
+        for d in range(2, 10):
+            assert _column_mul(a, d)[1] == a * d
+
+
+def test_warm_up_and_experiment_problems_come_from_disjoint_parts():
+    warm = {r["problem"] for r, _ in worked_examples(2000, seed=3)}
+    held = math_data.generate_math(2000, seed=3, kinds=WORKED_KINDS)
+    assert not warm & {r["problem"] for r in held}
+    assert all(is_reserved(r["problem"]) for r in held) and not any(map(is_reserved, warm))
+    for r in held:
+        assert r["answer"] == str(_reference(r["problem"]))
+    # the reserved part is about a fifth of each kind's space
+    rng = random.Random(0)
+    frac = sum(is_reserved(_GENERATORS["add"](rng)[0]) for _ in range(4000)) / 4000
+    assert 0.17 < frac < 0.23
+
+
+def test_worked_examples_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="no worked trace.*add, mul, muladd, linear"):
+        worked_examples(3, kinds=["sqrt"])
+    with pytest.raises(ValueError, match="n must be"):
+        worked_examples(-1)
+    with pytest.raises(ValueError, match="unknown kind.*linear"):
+        math_data.generate_math(3, kinds=["nope"])
+    assert worked_examples(5, seed=2) == worked_examples(9, seed=2)[:5]
+
+
+def test_math_tokenizer_is_lossless_digit_by_digit_and_the_reward_reads_its_output():
+    from dgro_lib.models.tokenizer import build_math_tokenizer
+
+    tok = build_math_tokenizer()
+    assert tok.convert_ids_to_tokens([0, 1, 2, 3, 4]) == ["<pad>", "<unk>", "<eos>", "<think>", "</think>"]
+    for rec, trace in worked_examples(200, seed=5):
+        completion = f" {trace} </think> \\boxed{{{rec['answer']}}}"
+        text = math_data.format_prompt(rec) + completion
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.unk_token_id not in ids
+        assert tok.decode(ids) == text
+        c_ids = tok(completion, add_special_tokens=False)["input_ids"]
+        decoded = tok.decode(c_ids + [tok.eos_token_id], skip_special_tokens=True)  # as TRL decodes
+        assert decoded == completion and math_is_correct(decoded, answer=rec["answer"])
+    # every digit is one token, so a number is spelled digit by digit
+    assert tok.tokenize(" 1234") == [" ", "1", "2", "3", "4"]  # one embedding per digit, wherever it stands
+    assert tok.tokenize(" \\boxed{-35}") == [" \\", "boxed", "{", "-", "3", "5", "}"]
+
+
+def test_math_embedded_config_is_checked_and_kk_hashes_keep_their_fields():
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+
+    with pytest.raises(ValueError, match="math_kinds must be"):
+        EmbeddedModelConfig(task="math", math_kinds=("add", "sqrt"))
+    with pytest.raises(ValueError, match="task must be"):
+        EmbeddedModelConfig(task="chess")
+    with pytest.raises(ValueError, match="math_kinds applies to task 'math' only"):
+        EmbeddedModelConfig(math_kinds=("add",))
+    with pytest.raises(ValueError, match="K&K warm-up fields"):
+        EmbeddedModelConfig(task="math", copy_drill_every=4)
+    for name, preset in EMBEDDED_PRESETS.items():
+        d = preset.to_dict()
+        assert ("task" in d) == (preset.task == "math"), name  # K&K configs hash as before the task field
+    assert EMBEDDED_PRESETS["math_ci"].task == "math"
+
+
+def _math_cfg(**overrides):
+    base = {"sweep": {}, "seeds": [0], "data.task": "math", "data.math_train": "synthetic",
+            "data.math_eval": ["synthetic"], "model.embedded_preset": "math_ci"}
+    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {**base, **overrides})
+
+
+def test_experiment_math_kinds_and_the_presets_task_are_checked():
+    from dgro_lib.inputs import load_eval_records
+
+    cfg = _math_cfg(**{"data.math_kinds": ["add", "linear"], "data.n_eval": 6})
+    assert [r["source"] for r in load_eval_records(cfg)] == ["synthetic/add", "synthetic/linear"] * 3
+    with pytest.raises(ConfigError, match="data.math_kinds: .* must be a non-empty list of"):
+        _math_cfg(**{"data.math_kinds": ["add", "chess"]})
+    with pytest.raises(ConfigError, match="data.math_kinds: only read by the 'synthetic' math generator"):
+        apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"data.math_kinds": ["add"]})
+    with pytest.raises(ConfigError, match="data.task: 'math', but model.embedded_preset 'ci' was warmed up on task"):
+        _math_cfg(**{"model.embedded_preset": "ci"})
+    with pytest.raises(ConfigError, match="data.task: 'kk', but model.embedded_preset 'math_ci'"):
+        apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
+                        {"model.embedded_preset": "math_ci"})
+
+
+def test_math_warm_up_builds_a_model_on_the_math_tokenizer(tmp_path):
+    import dataclasses
+    import json
+
+    from dgro_lib.models import EMBEDDED_PRESETS, get_embedded_base_model, load_model
+
+    cfg = dataclasses.replace(EMBEDDED_PRESETS["math_ci"], max_steps=8, eval_puzzles=8, time_budget_min=None)
+    path = get_embedded_base_model(cfg, tmp_path, progress=False)
+    stats = json.loads((path / "embedded.json").read_text())["stats"]
+    assert stats["steps"] == 8 and set(stats["mean_len_by_kind"]) == set(WORKED_KINDS)
+    ev = stats["eval"]["math"]
+    assert ev["n"] == 8 and set(ev["by_source"]) == {f"synthetic/{k}" for k in WORKED_KINDS}
+    model, tok = load_model(path)
+    assert tok.tokenize(" 907") == [" ", "9", "0", "7"]  # the saved tokenizer is the math one, decoder included
+    assert tok.decode(tok(" 9x = 18", add_special_tokens=False)["input_ids"]) == " 9x = 18"
+
+
+# --- DGRO Table 3 / Fig. 4 computations ----------------------------------------------------------------------
+
+
+def test_math_benchmark_table_against_a_hand_count():
+    import pandas as pd
+
+    from dgro_lib.math_analysis import benchmark_verdicts, math_benchmark_table, math_benchmark_wide
+
+    sources = ["synthetic/add", "synthetic/add", "synthetic/mul", "synthetic/mul", "synthetic/mul"]
+    base = {"correct": [True, False, False, False, True]}
+    finals = pd.DataFrame({"point": ["D", "D"], "seed": [0, 1],
+                           "correct": [[True, True, False, True, True], [True, True, False, False, False]]})
+    long, tests = math_benchmark_table(finals, base, sources)
+    got = {(r.model, r.benchmark): round(r._5, 6) for r in long.itertuples()}  # pass@1
+    assert got == {("base model", "add"): 0.5, ("D", "add"): 1.0, ("base model", "mul"): round(1 / 3, 6),
+                   ("D", "mul"): round(1 / 3, 6), ("base model", "all"): 0.4, ("D", "all"): 0.6}
+    t = tests.set_index(["model", "benchmark"])
+    # pooled over the two seeds: add fixed 1 + 1, broken 0; mul seed 0 fixes 1, seed 1 breaks 1
+    assert (t.loc[("D", "add"), "fixed"], t.loc[("D", "add"), "broken"]) == (2, 0)
+    assert (t.loc[("D", "mul"), "fixed"], t.loc[("D", "mul"), "broken"]) == (1, 1)
+    wide = math_benchmark_wide(long).set_index("model")
+    assert list(wide.columns) == ["add", "mul", "Avg.", "all", "source"]
+    assert wide.loc["base model", "Avg."] == f"{(0.5 + 1 / 3) / 2:.3f}" and wide.loc["D", "add"] == "1.000 ± 0.000"
+    v = benchmark_verdicts(tests, long).set_index("benchmark")["verdict"]
+    assert set(v) == {"no change"}  # four discordant pairs cannot pass |z| > 3
+    with pytest.raises(ValueError, match="sources: 4 entries"):
+        math_benchmark_table(finals, base, sources[:4])
+
+
+def test_entropy_trend_reads_rises_falls_and_noise():
+    import numpy as np
+    import pandas as pd
+
+    from dgro_lib.math_analysis import entropy_trend, entropy_trend_verdicts
+
+    rows = []
+    for task, slope in (("up", 0.01), ("down", -0.01), ("flat", 0.0)):
+        for seed in range(3):
+            noise = np.random.default_rng(seed).normal(0, 0.001 if slope else 0.05, 50)
+            rows += [{"task": task, "seed": seed, "run": f"{task}{seed}", "step": s + 1,
+                      "entropy": 1.0 + slope * s + noise[s]} for s in range(50)]
+    trend = entropy_trend(pd.DataFrame(rows), by="task")
+    up = trend[trend["task"] == "up"].iloc[0]
+    assert up["first"] == pytest.approx(1.0 + 0.01 * 4.5, abs=0.002) and up["last"] == pytest.approx(
+        1.0 + 0.01 * 44.5, abs=0.002)  # means over steps 1-10 and 41-50
+    v = entropy_trend_verdicts(trend, by="task").set_index("task")["verdict"].to_dict()
+    assert v == {"up": "rises", "down": "falls", "flat": "no clear trend"}
+
+
+def test_fig4_reads_the_runs_of_table3_at_every_profile():
+    """The Fig. 4 params repeat Table 3's run configuration, so the shared store trains those runs once."""
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.runstore import run_key
+
+    for profile in ("ci", "cpu"):
+        keys = [sorted(run_key(c, seed) for _, seed, c in expand_sweep(load_config(find_params(name, profile))))
+                for name in ("dgro_table3_math", "dgro_fig4_math_entropy")]
+        assert keys[0] == keys[1] and len(keys[0]) >= 2, profile
+
+
+def test_train_optim_reaches_trl_only_when_set(tmp_path):
+    from transformers import TrainingArguments
+
+    from dgro_lib.runstore import run_key
+    from dgro_lib.training import grpo_config
+
+    cfg = _math_cfg()
+    default = TrainingArguments.__dataclass_fields__["optim"].default
+    assert grpo_config(cfg, 0, tmp_path).optim == default  # the runs made before the field keep their optimizer
+    sgd = apply_overrides(cfg, {"train.optim": "sgd"})
+    assert grpo_config(sgd, 0, tmp_path).optim == "sgd"
+    assert run_key(sgd, 0) != run_key(cfg, 0)
+    with pytest.raises(ConfigError, match="train.optim: 'lion' is not one of"):
+        apply_overrides(cfg, {"train.optim": "lion"})
