@@ -625,22 +625,34 @@ def kk_size_wide(long: pd.DataFrame, *, paper: pd.DataFrame | None = DGRO_TABLE2
 
 
 def table2_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
-    """One verdict per (model, people): *improves* (pooled z > threshold), *hurts* (z < −threshold), *no change*,
-    or *not testable at this scale* when the base and every seed of the model score 0 at that size (a size the
-    miniature cannot solve); the size's place in training (in / out of distribution for this model) beside it."""
+    """One verdict per (model, people) (:func:`paired_verdict`: *not testable at this scale* where the base and the
+    model score 0, a size the miniature cannot solve); the size's place in training (in / out of distribution for
+    this model) beside it."""
     rows = []
     for r in tests.itertuples():
         model_row = long[(long["model"] == r.model) & (long["people"] == r.people)].iloc[0]
-        if r.acc_before == 0 and model_row["pass@1"] == 0:
-            verdict = "not testable at this scale"
-        else:
-            verdict = "improves" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no change"
         rows.append({"model": r.model, "people": r.people,
                      "split": "in training" if model_row["in_training"] else "out of distribution",
-                     "verdict": verdict, "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % "
-                     f"({r.delta_points:+.2f} points, pooled z {r.z:+.2f}, {int(r.fixed)} / {int(r.broken)})"})
+                     "verdict": paired_verdict(r, model_row["pass@1"], z_threshold=z_threshold),
+                     "evidence": paired_evidence(r)})
     return pd.DataFrame(rows)
 
 
-__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide", "table2_verdicts"]
+def paired_verdict(test, accuracy: float, *, z_threshold: float = 3.0) -> str:
+    """The verdict of one pooled paired test against the base (a row with ``acc_before`` and ``z``; ``accuracy`` the
+    model's mean over seeds): *improves* / *hurts* when z passes ±threshold, *no change* otherwise, and *not testable
+    at this scale* when the base and the model both score 0, or both 1 (no room either way)."""
+    if {test.acc_before, accuracy} <= {0.0} or {test.acc_before, accuracy} <= {1.0}:
+        return "not testable at this scale"
+    return "improves" if test.z > z_threshold else "hurts" if test.z < -z_threshold else "no change"
+
+
+def paired_evidence(test) -> str:
+    """``"42.0 % -> 50.0 % (+8.00 points, pooled z +2.50, 12 / 4)"`` for a pooled paired-test row."""
+    return (f"{100 * test.acc_before:.1f} % -> {100 * test.acc_after:.1f} % ({test.delta_points:+.2f} points, "
+            f"pooled z {test.z:+.2f}, {int(test.fixed)} / {int(test.broken)})")
+
+
+__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide", "table2_verdicts", "paired_verdict",
+            "paired_evidence"]
 

@@ -275,18 +275,18 @@ def _validate_data_values(cfg: ExperimentConfig) -> None:
         key = "data.math_train" if d.math_train is not None else "data.math_eval"
         raise ConfigError(f"{key}: {d.math_train if d.math_train is not None else d.math_eval!r} is set, but "
                           "data.task is 'kk' (only 'math' reads it)")
+    if d.source == "official":  # both tasks read local copies from it (K&K: train/ and test/; math: <name>/)
+        if d.official_dir is None:
+            raise ConfigError("data.official_dir: required when data.source is 'official' (K&K: a directory with "
+                              "train/ and test/ peopleN_numM.jsonl files; math: one folder per data set name)")
+        root = Path(d.official_dir).expanduser()
+        if not root.is_dir():
+            raise ConfigError(f"data.official_dir: {d.official_dir!r} is not a directory ({root.resolve()})")
     if d.task != "kk":
         return
     splits = [("data.eval_people", d.eval_people, "test")]
     if cfg.kind == "train":
         splits.insert(0, ("data.train_people", d.train_people, "train"))
-    if d.source == "official":
-        if d.official_dir is None:
-            raise ConfigError("data.official_dir: required when data.source is 'official' (a directory with train/ "
-                              "and test/ peopleN_numM.jsonl files)")
-        root = Path(d.official_dir).expanduser()
-        if not root.is_dir():
-            raise ConfigError(f"data.official_dir: {d.official_dir!r} is not a directory ({root.resolve()})")
     for key, people, split in splits:
         if not people:
             raise ConfigError(f"{key}: at least one people count is required, got {people}")

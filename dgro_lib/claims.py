@@ -18,7 +18,7 @@ import pandas as pd
 from .manifest import atomic_write
 from .paths import REPO
 
-__all__ = ["REFERENCE", "write_claims", "compare_claims", "format_comparison", "save_reference"]
+__all__ = ["REFERENCE", "write_claims", "paired_claims", "compare_claims", "format_comparison", "save_reference"]
 
 REFERENCE = REPO / "reference"
 # What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
@@ -33,6 +33,16 @@ def write_claims(out_dir: str | Path, rows: list[dict]) -> pd.DataFrame:
         raise ValueError(f"claims: duplicated names {table['claim'][table['claim'].duplicated()].tolist()}")
     atomic_write(Path(out_dir) / "claims.csv", lambda tmp: table.to_csv(tmp, index=False))
     return table
+
+
+def paired_claims(tests: pd.DataFrame, name: str) -> list[dict]:
+    """One claim per row of a paired-test table (columns ``delta_points`` and ``z``, as
+    :func:`dgro_lib.evaluate.paired_improvement_table` and the tables built on it): ``name`` formatted with the
+    row's columns (``"{after} vs {before} (points)"``), the change in points as the value, and |change / z| (the
+    change's standard error under the test) as the spread; NaN where z is 0."""
+    return [{"claim": name.format(**row), "value": row["delta_points"],
+             "spread": abs(row["delta_points"] / row["z"]) if row["z"] else float("nan")}
+            for row in tests.to_dict("records")]
 
 
 # How many spreads a new number may sit from the reference before it is flagged.

@@ -157,15 +157,16 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base.
     # resolve_model_path builds an embedded base that is not cached yet, here, before any worker needs it.
     base_cfgs = {_model_identity(cfg, resolve_model_path(cfg)): cfg}
-    base_of = {}
+    base_of, base_path = {}, {}
     for concrete, seed, run_dir, _, _ in jobs:
-        ident = _model_identity(concrete, resolve_model_path(concrete))
+        base_path[run_dir] = resolve_model_path(concrete)
+        ident = _model_identity(concrete, base_path[run_dir])
         base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
     archive = Path(archive) if archive is not None else archive_from_env()
     restored = {}
     if archive is not None:
-        restored = restore_runs([(c, s, d, resolve_model_path(c)) for c, s, d, _, _ in jobs], archive)
+        restored = restore_runs([(c, s, d, base_path[d]) for c, s, d, _, _ in jobs], archive)
         n = sum(v == "restored" for v in restored.values())
         print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
     eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)

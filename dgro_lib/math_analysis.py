@@ -11,7 +11,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .analysis import method_labels, paired_evidence, paired_verdict
 from .evaluate import paired_improvement_table
+
+__all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide", "benchmark_verdicts",
+           "entropy_trend", "entropy_trend_verdicts", "run_labels"]
 
 # DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
 DGRO_TABLE3_PAPER = pd.DataFrame(
@@ -82,18 +86,12 @@ def math_benchmark_wide(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def benchmark_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
-    """One verdict per (model, benchmark): *improves* / *hurts* (pooled z beyond ±threshold), *no change*, or *not
-    testable at this scale* when the base and every seed score 0 there, or all score 1 (no room either way)."""
+    """One verdict per (model, benchmark), by :func:`dgro_lib.analysis.paired_verdict`."""
     rows = []
     for r in tests.itertuples():
         acc = long[(long["model"] == r.model) & (long["benchmark"] == r.benchmark)].iloc[0]["pass@1"]
-        if {r.acc_before, acc} <= {0.0} or {r.acc_before, acc} <= {1.0}:
-            verdict = "not testable at this scale"
-        else:
-            verdict = "improves" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no change"
-        rows.append({"model": r.model, "benchmark": r.benchmark, "verdict": verdict,
-                     "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % ({r.delta_points:+.2f} "
-                                 f"points, pooled z {r.z:+.2f}, {int(r.fixed)} / {int(r.broken)})"})
+        rows.append({"model": r.model, "benchmark": r.benchmark,
+                     "verdict": paired_verdict(r, acc, z_threshold=z_threshold), "evidence": paired_evidence(r)})
     return pd.DataFrame(rows)
 
 
@@ -132,21 +130,12 @@ def entropy_trend_verdicts(trend: pd.DataFrame, *, by: str = "point") -> pd.Data
     return pd.DataFrame(rows)
 
 
-__all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide", "benchmark_verdicts",
-            "entropy_trend", "entropy_trend_verdicts"]
-
-
 def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str]) -> pd.Series:
     """One label per row: the method (:func:`dgro_lib.analysis.method_labels`, e.g. ``DGRO [-3,3]``), followed by
     the values of the other swept keys (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that
     points differing only in their data are not pooled into one row."""
-    from .analysis import method_labels
-
     labels = method_labels(df, loss=loss)
     other = [k for key in keys for k in key.split("|") if k not in ("loss", "reward.scheme")]
     if not other:
         return labels
     return labels + df.apply(lambda r: " on " + ", ".join(str(r[k]) for k in other), axis=1)
-
-
-__all__ += ["run_labels"]

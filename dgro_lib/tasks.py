@@ -84,22 +84,15 @@ def _math_load(cfg: "ExperimentConfig", split: str) -> list[dict]:
     names = [d.math_train] if split == "train" else list(d.math_eval)
     n = d.n_train if split == "train" else d.n_eval
     out: list[dict] = []
+    # the config's checks have paired the names with the source: synthetic <-> generated, a data set <-> hub / official
     for name in names:
         if name == SYNTHETIC:
-            if d.source != "generated":
-                raise ValueError(f"data.math_{'train' if split == 'train' else 'eval'}: {SYNTHETIC!r} is the offline "
-                                 f"generator; it needs data.source 'generated', got {d.source!r}")
             kinds = math_data.KINDS if d.math_kinds is None else d.math_kinds
             out += math_data.generate_math(n, seed=d.train_seed if split == "train" else d.eval_seed, kinds=kinds)
         elif d.source == "official":
-            if d.official_dir is None:
-                raise ValueError("data.official_dir: required when data.source is 'official'")
             out += math_data.load_math(name, limit=n, local_path=Path(d.official_dir) / name)
-        elif d.source == "hub":
-            out += math_data.load_math(name, limit=n)
         else:
-            raise ValueError(f"data.math_{'train' if split == 'train' else 'eval'}: {name!r} is a data set; "
-                             f"data.source 'generated' only has {SYNTHETIC!r} (use 'hub' or 'official' for {name!r})")
+            out += math_data.load_math(name, limit=n)
     return out
 
 

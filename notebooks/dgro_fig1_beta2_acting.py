@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import (label_points, paired_between_points, reward_range_verdict, rl_map_claims,
                                rl_map_table)
-from dgro_lib.claims import write_claims
+from dgro_lib.claims import paired_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment
@@ -109,9 +109,8 @@ greedy = paired_improvement_table(result.finals, result.base["correct"], by="rew
 verdict = reward_range_verdict(greedy, result.finals, by="reward.scheme", low=schemes[0], high=schemes[-1])
 tests = paired_between_points(labelled.finals, [(s, schemes[0]) for s in schemes[1:]])
 tests.to_csv(out / "fig1b_paired_tests.csv", index=False)
-write_claims(out, rl_map_claims(table.rename(columns={"reward.scheme": "point"})) + [
-    {"claim": f"{r.after} vs {r.before} (points)", "value": r.delta_points,
-     "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+write_claims(out, rl_map_claims(table.rename(columns={"reward.scheme": "point"}))
+             + paired_claims(tests, "{after} vs {before} (points)"))
 print(verdict)
 for r in tests.itertuples():
     call = "higher" if r.z > 3 else "lower" if r.z < -3 else "not different"

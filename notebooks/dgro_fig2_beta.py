@@ -47,7 +47,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.analysis import beta_grid_verdicts, label_points, rl_map_claims, rl_map_table
-from dgro_lib.claims import write_claims
+from dgro_lib.claims import paired_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
@@ -109,9 +109,7 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["p
 verdicts, tests = beta_grid_verdicts(labelled.finals, labelled.metrics, keys=keys)
 verdicts.to_csv(out / "verdicts.csv", index=False)
 tests.to_csv(out / "fig2_paired_tests.csv", index=False)
-write_claims(out, rl_map_claims(table) + [
-    {"claim": f"{r.after} vs {r.before} (points)", "value": r.delta_points,
-     "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+write_claims(out, rl_map_claims(table) + paired_claims(tests, "{after} vs {before} (points)"))
 for row in verdicts.itertuples():
     print(f"[{row.verdict.upper()}] {row.statement}\n    {row.evidence}")
 tests.round(4)

@@ -40,7 +40,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.analysis import label_points, method_labels, method_verdicts, rl_map_claims, rl_map_table
-from dgro_lib.claims import write_claims
+from dgro_lib.claims import paired_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure
@@ -93,9 +93,8 @@ fig
 verdicts, tests = method_verdicts(labelled.finals, result.base)
 verdicts.to_csv(out / "verdicts.csv", index=False)
 tests.to_csv(out / "fig3_paired_tests.csv", index=False)
-write_claims(out, rl_map_claims(table.rename(columns={"method": "point"})) + [
-    {"claim": f"{r.after} vs {r.before} (points)", "value": r.delta_points,
-     "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+write_claims(out, rl_map_claims(table.rename(columns={"method": "point"}))
+             + paired_claims(tests, "{after} vs {before} (points)"))
 for row in verdicts.itertuples():
     print(f"[{row.verdict.upper()}] {row.statement}\n    {row.evidence}")
 tests.round(4)

@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 
 from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels, table2_verdicts
-from dgro_lib.claims import write_claims
+from dgro_lib.claims import paired_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import kk_size_figure, save_figure
@@ -88,7 +88,6 @@ fig
 # %%
 verdicts = table2_verdicts(tests, long)
 verdicts.to_csv(out / "verdicts.csv", index=False)
-write_claims(out, [{"claim": f"{r.model}, {int(r.people)} people: pass@1 change (points)", "value": r.delta_points,
-                    "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+write_claims(out, paired_claims(tests, "{model}, {people:.0f} people: pass@1 change (points)"))
 for row in verdicts.itertuples():
     print(f"[{row.verdict.upper()}] {row.model}, {row.people} people ({row.split}): {row.evidence}")

@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from dgro_lib.analysis import label_points, rl_map_claims, rl_map_table
-from dgro_lib.claims import write_claims
+from dgro_lib.claims import paired_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.inputs import load_eval_records
@@ -116,8 +116,6 @@ fig
 # %%
 verdicts = benchmark_verdicts(tests, long)
 verdicts.to_csv(out / "verdicts.csv", index=False)
-write_claims(out, rl_map_claims(table) + [
-    {"claim": f"{r.model}, {r.benchmark}: pass@1 change (points)", "value": r.delta_points,
-     "spread": abs(r.delta_points / r.z) if r.z else float("nan")} for r in tests.itertuples()])
+write_claims(out, rl_map_claims(table) + paired_claims(tests, "{model}, {benchmark}: pass@1 change (points)"))
 for row in verdicts.itertuples():
     print(f"[{row.verdict.upper()}] {row.model}, {row.benchmark}: {row.evidence}")

@@ -119,3 +119,13 @@ def test_math_trains_end_to_end_through_the_runner(tmp_path):
     assert protocol["task"] == "math" and protocol["n_puzzles"] == 6
     assert result.base["protocol"] == protocol and len(result.base["correct"]) == 6
     assert pd.read_csv(run / "heldout.csv")["subset"].tolist() == [3, 6]
+
+
+def test_official_math_data_needs_its_directory_when_the_config_loads(tmp_path):
+    official = {**MATH, "model.path": "Qwen/Qwen2.5-7B", "data.source": "official", "data.math_train": "gsm8k",
+                "data.math_eval": ["math500"]}
+    with pytest.raises(ConfigError, match="data.official_dir: required when data.source is 'official'"):
+        _cfg(**official)
+    with pytest.raises(ConfigError, match="data.official_dir: .* is not a directory"):
+        _cfg(**official, **{"data.official_dir": str(tmp_path / "absent")})
+    assert _cfg(**official, **{"data.official_dir": str(tmp_path)}).data.official_dir == str(tmp_path)

@@ -4,7 +4,8 @@ The warm-up teaches the prompt -> reasoning trace -> answer format by next-token
 :mod:`dgro_lib.data.trace`, on math (``EmbeddedModelConfig.task = "math"``) the worked arithmetic of
 :mod:`dgro_lib.data.math_worked` followed by ``</think> \\boxed{answer}``. Besides K&K puzzle batches it can
 train on short *drills* (a numbered list of names and the trace's legend that copies it; quiz sentences and the
-trace header that translates them): the two copying skills the trace needs and its own tokens teach slowly. docs/embedded-model.md has what each recipe measured.
+trace header that translates them): the two copying skills the trace needs and its own tokens teach slowly.
+docs/embedded-model.md has what each recipe measured.
 """
 
 from __future__ import annotations
@@ -281,10 +282,10 @@ def warmup(model, tokenizer, cfg: EmbeddedModelConfig, *, progress: bool = True)
     }
     if cfg.eval_puzzles > 0:
         stats["eval"] = {}
+        group = get_task(cfg.task).group_name
         for key, held, max_new in corpus.heldout():
             ev = evaluate_greedy(model, tokenizer, held, template=cfg.template, max_new_tokens=max_new,
                                  batch_size=64, task=cfg.task)
-            group = get_task(cfg.task).group_name
             stats["eval"][key] = {k: ev[k] for k in ("accuracy", "n", "mean_length", "truncated", "wall_s", group)}
     return stats
 

@@ -53,17 +53,24 @@ def build_tokenizer(words: Iterable[str], *, model_max_length: int = 8192):
     words in sorted order. No BOS/EOS is added on encode; decode joins tokens with single spaces
     (newlines are not kept: they only separate words).
     """
-    pre = _pre_tokenizer()
-    vocab_words: set[str] = set()
-    for text in words:
+    # No decoder: the tokenizers library then joins tokens with spaces.
+    return _word_level(words, _pre_tokenizer(), None, model_max_length)
+
+
+def _word_level(texts: Iterable[str], pre, decoder, model_max_length: int):
+    """A WordLevel ``PreTrainedTokenizerFast`` over every piece ``pre`` cuts ``texts`` into (tags removed first):
+    <pad>=0, <unk>=1, <eos>=2 (special), the four tags 3..6 (added, non-special), then the pieces sorted."""
+    pieces: set[str] = set()
+    for text in texts:
         for tag in TAG_TOKENS:
             text = text.replace(tag, " ")
-        vocab_words.update(w for w, _ in pre.pre_tokenize_str(text))
-    vocab_words -= set(SPECIAL_TOKENS) | set(TAG_TOKENS)
-    ordered = [*SPECIAL_TOKENS, *TAG_TOKENS, *sorted(vocab_words)]
+        pieces.update(w for w, _ in pre.pre_tokenize_str(text))
+    pieces -= set(SPECIAL_TOKENS) | set(TAG_TOKENS)
+    ordered = [*SPECIAL_TOKENS, *TAG_TOKENS, *sorted(pieces)]
     tok = Tokenizer(WordLevel({w: i for i, w in enumerate(ordered)}, unk_token=UNK))
     tok.pre_tokenizer = pre
-    # No decoder: the tokenizers library then joins tokens with spaces.
+    if decoder is not None:
+        tok.decoder = decoder
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     tok.add_tokens([AddedToken(t, special=False, normalized=False, single_word=False) for t in TAG_TOKENS])
     return PreTrainedTokenizerFast(
@@ -110,40 +117,26 @@ _MATH_VOCAB_SEED = 54_321
 _MATH_VOCAB_PROBLEMS = 400
 
 
-def _math_tokenizer(pieces: Iterable[str], *, model_max_length: int = 8192):
-    vocab = set(pieces) - set(SPECIAL_TOKENS) - set(TAG_TOKENS)
-    ordered = [*SPECIAL_TOKENS, *TAG_TOKENS, *sorted(vocab)]
-    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(ordered)}, unk_token=UNK))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(MATH_PIECE_PATTERN), "isolated")
-    tok.decoder = decoders.Fuse()  # the pieces carry their own spaces
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
-    tok.add_tokens([AddedToken(t, special=False, normalized=False, single_word=False) for t in TAG_TOKENS])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, unk_token=UNK, eos_token=EOS,
-                                   padding_side="left", model_max_length=model_max_length,
-                                   clean_up_tokenization_spaces=False)
+def _math_pre_tokenizer():
+    return pre_tokenizers.Split(Regex(MATH_PIECE_PATTERN), "isolated")
 
 
 @functools.lru_cache(maxsize=2)
 def math_vocabulary(template: str = "plain") -> tuple[str, ...]:
-    """The math tokenizer's pieces: those of generated miniature problems in ``template`` with their worked traces
-    and boxed answers (fixed seed), every digit and sign with and without a space before it, and the whitespace
-    pieces of the template."""
+    """Texts whose pieces form the math tokenizer's vocabulary: generated miniature problems in ``template`` with
+    their worked traces and boxed answers (fixed seed), and every digit and sign with and without a space before
+    it."""
     from dgro_lib.data import math as math_data  # the data package imports nothing from models
 
-    pre = pre_tokenizers.Split(Regex(MATH_PIECE_PATTERN), "isolated")
     texts = []
     for rec, trace in math_data.worked_examples(_MATH_VOCAB_PROBLEMS, seed=_MATH_VOCAB_SEED):
         texts += [math_data.format_prompt(rec, template=template), f" {trace} ", f" \\boxed{{{rec['answer']}}}"]
     texts += [" ".join("0123456789+-") + " " + "".join("0123456789+-")]
-    pieces: set[str] = set()
-    for text in texts:
-        for tag in TAG_TOKENS:
-            text = text.replace(tag, " ")
-        pieces.update(w for w, _ in pre.pre_tokenize_str(text))
-    return tuple(sorted(pieces))
+    return tuple(texts)
 
 
-def build_math_tokenizer(template: str = "plain"):
+def build_math_tokenizer(template: str = "plain", *, model_max_length: int = 8192):
     """The embedded math model's tokenizer (module docstring): ids <pad>=0, <unk>=1, <eos>=2 (special), the four
-    tags 3..6 (added, non-special), then the pieces of :func:`math_vocabulary` in sorted order."""
-    return _math_tokenizer(math_vocabulary(template))
+    tags 3..6 (added, non-special), then the pieces of :func:`math_vocabulary` in sorted order; decoding concatenates
+    the pieces (they carry their own spaces)."""
+    return _word_level(math_vocabulary(template), _math_pre_tokenizer(), decoders.Fuse(), model_max_length)
