@@ -295,8 +295,9 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
 
 
 def _outcome_column(metrics: pd.DataFrame, outcome: str) -> str:
-    """The logged training-outcome column of the task's reward (``kk_outcome/correct``, ``math_outcome/correct``)."""
-    cols = [c for c in metrics.columns if c.endswith(f"_outcome/{outcome}")]
+    """The logged training-outcome column of the task's reward (``kk_outcome/correct``, ``math_outcome/correct``);
+    the extra rollouts' own (``extra_rollouts/math_outcome/correct``, AEPO / J2 / J4) are not the policy's."""
+    cols = [c for c in metrics.columns if c.endswith(f"_outcome/{outcome}") and c.count("/") == 1]
     if len(cols) != 1:
         raise ValueError(f"expected one '*_outcome/{outcome}' column in the training metrics, found {cols}")
     return cols[0]

@@ -71,16 +71,17 @@ def math_benchmark_table(finals: pd.DataFrame, base: dict, sources: Sequence[str
                                       "broken", "z", "p"]]
 
 
-def math_benchmark_wide(long: pd.DataFrame) -> pd.DataFrame:
+def math_benchmark_wide(long: pd.DataFrame, *, value: str = "pass@1") -> pd.DataFrame:
     """``long`` of :func:`math_benchmark_table` in Table 3's layout: one row per model, one column per benchmark
     (``mean`` ± s.d. over seeds where there are several), ``Avg.`` (the mean over the benchmark columns, as the
-    paper's) and ``all`` (pass@1 over every problem)."""
+    paper's) and ``all`` (``value`` over every problem). ``value``: the long table's metric column (``pass@1``;
+    ``avg@8``, ``pass@8`` for :func:`dgro_lib.dcpo_analysis.per_benchmark`)."""
     benches = [b for b in dict.fromkeys(long["benchmark"]) if b != "all"]
     cell = long.assign(cell=[f"{m:.3f}" + (f" ± {s:.3f}" if k > 1 else "") for m, s, k in
-                             zip(long["pass@1"], long["std"], long["seeds"])])
+                             zip(long[value], long["std"], long["seeds"])])
     wide = cell.pivot(index="model", columns="benchmark", values="cell").reindex(
         index=list(dict.fromkeys(long["model"])), columns=[*benches, "all"])
-    means = long.pivot(index="model", columns="benchmark", values="pass@1")
+    means = long.pivot(index="model", columns="benchmark", values=value)
     wide.insert(len(benches), "Avg.", means[benches].mean(axis=1).map("{:.3f}".format))
     return wide.reset_index().assign(source="measured here")
 

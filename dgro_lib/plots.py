@@ -117,7 +117,8 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     steps.
     """
     keys = ["run", "seed", by, "step"]
-    outcome = {c: "train_accuracy" for c in result.metrics.columns if c.endswith("_outcome/correct")}  # the task's
+    outcome = {c: "train_accuracy" for c in result.metrics.columns if c.endswith("_outcome/correct")
+               and c.count("/") == 1}  # the task's
     m = result.metrics.rename(columns={**outcome, "completions/mean_length": "response_length"})
     m = smooth(m, ["train_accuracy", "response_length", "entropy"], smooth_window, by=["run"])
     h = result.heldout
