@@ -399,12 +399,13 @@ def sweep_figures(sweep: MethodSweep, out, *, stem: str, title: str, entropy_bas
     from pathlib import Path
 
     from .analysis import rl_map_table
+    from .manifest import atomic_write
     from .plots import learning_curves, learning_curves_figure, save_figure
 
     out = Path(out)
     labeler = sweep_labels(sweep.cfg)
     table = rl_map_table(sweep.result, sweep.sampled.drop(columns="point"), list(sweep.cfg.sweep), labeler=labeler)
-    table.to_csv(out / f"{stem}_vs_base.csv", index=False)
+    atomic_write(out / f"{stem}_vs_base.csv", lambda tmp: table.to_csv(tmp, index=False))
     curves = learning_curves(sweep.labelled, by="point", smooth_window=max(1, sweep.cfg.train.max_steps // 15))
     n = len(sweep.cfg.seeds)
     fig = learning_curves_figure(curves, hue="point", hue_order=sweep.labels,
