@@ -151,6 +151,8 @@ def paired_tests_between(finals: pd.DataFrame, sampled: pd.DataFrame | None, pai
 
     greedy = paired_between_points(finals, pairs, by=by)
     acc = {(r[by], r["seed"]): float(np.mean(r["correct"])) for _, r in finals.iterrows()}
+    frac = ({} if sampled is None else {(r[by], r["seed"]): np.asarray(r["correct"], float)  # built once, not per pair
+                                        for _, r in sampled[sampled["run"] != "base"].iterrows()})
     rows = []
     for g, (after, before) in zip(greedy.itertuples(), pairs):
         seeds = sorted(s for (p, s) in acc if p == after and (before, s) in acc)
@@ -159,8 +161,6 @@ def paired_tests_between(finals: pd.DataFrame, sampled: pd.DataFrame | None, pai
                "greedy_before": np.mean([acc[(before, s)] for s in seeds]),
                "greedy_delta_points": g.delta_points, "greedy_z": g.z}
         if sampled is not None:
-            frac = {(r[by], r["seed"]): np.asarray(r["correct"], float)
-                    for _, r in sampled[sampled["run"] != "base"].iterrows()}
             ss = sorted(s for (p, s) in frac if p == after and (before, s) in frac)
             if not ss:
                 raise ValueError(f"sampled: no seed has both {after!r} and {before!r}")
