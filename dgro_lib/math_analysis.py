@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 from .analysis import method_labels, paired_evidence, paired_verdict
-from .evaluate import paired_improvement_table
+from .evaluate import paired_fraction_table, paired_improvement_table
 
 __all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide", "benchmark_verdicts",
-           "entropy_trend", "entropy_trend_verdicts", "run_labels"]
+           "entropy_trend", "entropy_trend_verdicts", "run_labels", "carry_probabilities", "sampled_benchmark_verdicts",
+           "carry_table"]
 
 # DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
 DGRO_TABLE3_PAPER = pd.DataFrame(
@@ -96,6 +97,39 @@ def benchmark_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: 
     return pd.DataFrame(rows)
 
 
+def sampled_benchmark_verdicts(sampled: pd.DataFrame, finals: pd.DataFrame, sources: Sequence[str], *,
+                               z_threshold: float = 3.0) -> pd.DataFrame:
+    """Per (model, benchmark) and over all problems, the verdict on the *sampled* pass@1 (avg@k, the paper's pass@1)
+    against the base: the paired z of the per-problem change in the fraction of correct samples, averaged over seeds
+    (:func:`~dgro_lib.evaluate.paired_fraction_table`), judged by :func:`dgro_lib.analysis.paired_verdict`.
+
+    ``sampled``: :func:`~dgro_lib.experiment.evaluate_runs` under the sampled protocol (``run``, ``correct`` = the
+    per-problem fractions; the ``run == "base"`` row is the base model); ``finals``: the runs with their ``point``
+    (the model's label; ``sampled`` has the ``seed`` column); ``sources``: the held-out problems' sources in order
+    (the sampled protocol reads a prefix).
+    Columns: model, benchmark, verdict, evidence, z, delta_points."""
+    base = sampled.loc[sampled["run"] == "base", "correct"]
+    if len(base) != 1:
+        raise ValueError(f"sampled: expected one base row (run == 'base'), found {len(base)}")
+    base = np.asarray(base.iloc[0], dtype=float)
+    if len(sources) < len(base):
+        raise ValueError(f"sources: {len(sources)} entries, the sampled evaluation read {len(base)} problems")
+    names = np.array([_benchmark_name(s) for s in sources[:len(base)]])
+    runs = sampled[sampled["run"] != "base"].merge(finals[["run", "point"]], on="run")
+    rows = []
+    for bench in [*dict.fromkeys(names), "all"]:
+        keep = np.ones(len(names), bool) if bench == "all" else names == bench
+        sub = runs.assign(correct=[np.asarray(c, dtype=float)[keep] for c in runs["correct"]])
+        table = paired_fraction_table(sub, base[keep], by="point")
+        for r in table[table["seed"] == "pooled"].itertuples():
+            rows.append({"model": r.point, "benchmark": bench,
+                         "verdict": paired_verdict(r, r.acc_after, z_threshold=z_threshold),
+                         "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % "
+                                     f"({r.delta_points:+.2f} points, paired z {r.z:+.2f}, {int(keep.sum())} problems)",
+                         "z": r.z, "delta_points": r.delta_points})
+    return pd.DataFrame(rows, columns=["model", "benchmark", "verdict", "evidence", "z", "delta_points"])
+
+
 def entropy_trend(metrics: pd.DataFrame, *, by: str = "point", column: str = "entropy", fraction: float = 0.2
                   ) -> pd.DataFrame:
     """Whether ``column`` rises over training, per run: its mean over the last ``fraction`` of the logged steps
@@ -140,3 +174,72 @@ def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str]) -> pd.Serie
     if not other:
         return labels
     return labels + df.apply(lambda r: " on " + ", ".join(str(r[k]) for k in other), axis=1)
+
+
+def carry_probabilities(model, tokenizer, records: Sequence[dict], *, template: str = "plain",
+                        batch_size: int = 64) -> pd.DataFrame:
+    """How a model decides each carry of the slip-free worked traces (:func:`~dgro_lib.data.math_worked.
+    carry_decisions`): teacher-forced on the prompt and the trace up to the decision, the probability of the next
+    token being `` +`` (the carry written, as the slip-free trace goes on) and `` =`` (the carry left out, as a
+    carry slip goes on). A base warmed up with carry slips at rate p has ``p_leave_out`` near p; an outcome reward
+    should lower it.
+
+    One row per decision: ``problem``, ``source``, ``decision`` (0, 1, ... within the problem), ``p_write``,
+    ``p_leave_out``. Problems without carries (and ``linear`` ones) give no rows."""
+    import torch
+
+    from .data.math import format_prompt
+    from .data.math_worked import carry_decisions
+
+    plus, equals = (tokenizer.convert_tokens_to_ids(t) for t in (" +", " ="))
+    if tokenizer.unk_token_id in (plus, equals):
+        raise ValueError("the tokenizer has no ' +' / ' =' tokens: carry_probabilities reads the math miniature's "
+                         "digit-level tokenizer (build_math_tokenizer)")
+    rows, texts = [], []
+    for rec in records:
+        for i, prefix in enumerate(carry_decisions(rec["problem"])):
+            rows.append({"problem": rec["problem"], "source": rec.get("source", ""), "decision": i})
+            texts.append(format_prompt(rec, template=template) + " " + prefix)
+    probs = []
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(texts), batch_size):
+            ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[start:start + batch_size]]
+            width = max(map(len, ids))
+            # right padding: the last real position of each row predicts the decision token
+            batch = torch.full((len(ids), width), tokenizer.pad_token_id, dtype=torch.long)
+            mask = torch.zeros_like(batch)
+            for r, row in enumerate(ids):
+                batch[r, :len(row)] = torch.tensor(row)
+                mask[r, :len(row)] = 1
+            logits = model(input_ids=batch, attention_mask=mask).logits
+            last = logits[torch.arange(len(ids)), torch.tensor([len(r) - 1 for r in ids])].float().softmax(-1)
+            probs.append(last[:, [plus, equals]])
+    df = pd.DataFrame(rows, columns=["problem", "source", "decision"])
+    p = torch.cat(probs).numpy() if probs else np.zeros((0, 2))
+    return df.assign(p_write=p[:, 0], p_leave_out=p[:, 1])
+
+
+def carry_table(models: dict[str, str | None], records: Sequence[dict], *, template: str = "plain") -> pd.DataFrame:
+    """:func:`carry_probabilities` of several models on the same problems, summarised per benchmark and over all:
+    ``p_leave_out`` (mean probability of leaving a due carry out), ``greedy_leaves_out`` (the share of decisions
+    where leaving it out is the likelier token, i.e. what greedy decoding does) and ``decisions``.
+
+    ``models`` maps a label to a local model folder, or to None where no weights exist (a run restored from the run
+    archive keeps its results, not its weights): that label gets one row with ``weights`` = ``absent``."""
+    from .models import load_model
+
+    rows = []
+    for label, path in models.items():
+        if path is None:
+            rows.append({"model": label, "benchmark": "all", "weights": "absent"})
+            continue
+        model, tokenizer = load_model(path)
+        df = carry_probabilities(model, tokenizer, records, template=template)
+        df = pd.concat([df.assign(benchmark=[_benchmark_name(s) for s in df["source"]]), df.assign(benchmark="all")])
+        for bench, g in df.groupby("benchmark", sort=False):
+            rows.append({"model": label, "benchmark": bench, "weights": "present", "decisions": len(g),
+                         "p_leave_out": g["p_leave_out"].mean(),
+                         "greedy_leaves_out": (g["p_leave_out"] > g["p_write"]).mean()})
+    return pd.DataFrame(rows, columns=["model", "benchmark", "weights", "decisions", "p_leave_out",
+                                       "greedy_leaves_out"])

@@ -13,6 +13,7 @@
 #     name: python3
 # ---
 
+# %%
 
 # %% [markdown]
 # # DCPO Table 4 / Fig. 2: the entropy base H0
@@ -23,7 +24,7 @@
 #
 # **H0 at the miniature's scale.** DCPO's rule picks T = 1.2 when the policy entropy H (the token-mean −log π of the
 # sampled tokens) is at most H0, else T = 0.8. The paper's values are nats per token of 7B models; the embedded math
-# model's H is about ten times smaller, so no paper value would ever switch the rule. The miniature's default H0 is
+# model's H (~0.06) is about ten times smaller, so no paper value would ever switch the rule. The miniature's default H0 is
 # calibrated instead: **H0 = the base model's own H** on its T = 1 samples for the first training prompts
 # (`dgro_lib.dcpo_analysis.policy_entropy`), to two significant digits, so that the rule switches to T_high as soon
 # as training lowers the entropy below where it started. The grid keeps the paper's ratios to its default

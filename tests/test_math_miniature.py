@@ -74,6 +74,66 @@ def test_column_traces_match_the_documented_examples():
             assert _column_mul(a, d)[1] == a * d
 
 
+def _mul_carries(trace: str) -> tuple[int, int]:
+    """(carries due, carries written) in a ``mul`` trace, read from its clauses alone: a clause whose result is >= 10
+    makes a carry due in the next one, which writes it as ``+ c``."""
+    due = written = 0
+    pending = False
+    for part in trace.split(" , ")[:-1]:  # the last part is "so N"
+        lhs, rhs = part.split(" = ")
+        due += pending
+        written += pending and " + " in lhs
+        pending = int(rhs) >= 10
+    return due, written
+
+
+def test_carry_slips_leave_carries_out_at_the_rate_and_keep_the_trace_consistent():
+    from dgro_lib.data.math_worked import _column_add, _column_mul, trace_answer
+
+    # one slip by hand: the carry of 8 + 6 left out of the second column, the rest follows the slipped clause
+    assert _column_add(478, 356, drop=iter([True, False]).__next__) == (["8 + 6 = 14", "7 + 5 = 12",
+                                                                          "4 + 3 + 1 = 8"], 824)
+    assert _column_mul(347, 6, drop=iter([False, True]).__next__) == (["7 \\times 6 = 42", "4 \\times 6 + 4 = 28",
+                                                                        "3 \\times 6 = 18"], 1882)
+    clean = worked_examples(3000, seed=7)
+    slipped = worked_examples(3000, seed=7, slip_rate=0.4)
+    assert worked_examples(3000, seed=7, slip_rate=0.0) == clean
+    assert [r for r, _ in slipped] == [r for r, _ in clean]  # the problems and their answers do not depend on slips
+    due = written = wrong = 0
+    for (rec, trace), (_, clean_trace) in zip(slipped, clean):
+        assert trace_answer(clean_trace) == rec["answer"]
+        kind = rec["source"].split("/")[1]
+        if kind == "linear":
+            assert trace == clean_trace
+            continue
+        wrong += trace_answer(trace) != rec["answer"]
+        if kind == "mul":  # every carry of a product is visible; count them
+            d, w = _mul_carries(trace)
+            due, written = due + d, written + w
+    assert 0.35 < 1 - written / due < 0.45, (due, written)  # left out at about the rate
+    assert 600 < wrong < 1500  # wrong answers follow (a carry of 0 never comes up: a result >= 10 carries >= 1)
+    with pytest.raises(ValueError, match="slip_rate must be a probability"):
+        worked_examples(3, slip_rate=1.5)
+
+
+def test_math_slip_warm_up_boxes_the_answer_its_trace_reaches():
+    import dataclasses
+
+    from dgro_lib.data.math_worked import trace_answer
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+    from dgro_lib.models.supervised import _math_corpus
+
+    cfg = dataclasses.replace(EMBEDDED_PRESETS["math_ci"], n_puzzles=200, slip_rate=0.5)
+    corpus = _math_corpus(cfg)
+    answers = [c.rsplit("\\boxed{", 1)[1].rstrip("}") for c in corpus.completions]
+    traces = [c.split(" </think>")[0].strip() for c in corpus.completions]
+    assert answers == [trace_answer(t) for t in traces]
+    assert corpus.slipped == sum(a != r["answer"] for a, r in zip(answers, corpus.records)) > 20
+    assert _math_corpus(dataclasses.replace(cfg, slip_rate=0.0)).slipped == 0
+    with pytest.raises(ValueError, match="slip_rate must be a probability in \\[0, 1\\]"):
+        EmbeddedModelConfig(task="math", slip_rate=-0.1)
+
+
 def test_warm_up_and_experiment_problems_come_from_disjoint_parts():
     warm = {r["problem"] for r, _ in worked_examples(2000, seed=3)}
     held = math_data.generate_math(2000, seed=3, kinds=WORKED_KINDS)
@@ -246,3 +306,90 @@ def test_train_optim_reaches_trl_only_when_set(tmp_path):
     assert run_key(sgd, 0) != run_key(cfg, 0)
     with pytest.raises(ConfigError, match="train.optim: 'lion' is not one of"):
         apply_overrides(cfg, {"train.optim": "lion"})
+
+
+def test_carry_decisions_and_the_models_carry_probabilities_against_a_loop():
+    import torch
+
+    from dgro_lib.data.math_worked import carry_decisions
+    from dgro_lib.math_analysis import carry_probabilities
+    from dgro_lib.models import EMBEDDED_PRESETS, build_tiny_model
+    from dgro_lib.models.tokenizer import build_math_tokenizer
+
+    assert carry_decisions("Compute $ 478 + 356 $.") == ["8 + 6 = 14 , 7 + 5", "8 + 6 = 14 , 7 + 5 + 1 = 13 , 4 + 3"]
+    assert carry_decisions("Compute $ 978 + 56 $.")[1] == "8 + 6 = 14 , 7 + 5 + 1 = 13 , 9"  # carry into a lone digit
+    assert carry_decisions("Compute $ 347 \\times 6 $.") == ["7 \\times 6 = 42 , 4 \\times 6",
+                                                              "7 \\times 6 = 42 , 4 \\times 6 + 4 = 28 , 3 \\times 6"]
+    assert carry_decisions("Compute $ 9 \\times 3 + 826 $.") == ["9 \\times 3 = 27 , 27 + 826 : 7 + 6 = 13 , 2 + 2"]
+    assert carry_decisions("Compute $ 6 \\times 7 + 45 $.") == [] == carry_decisions("Solve for $x$: $ 7x + 12 = 89 $.")
+    with pytest.raises(ValueError, match="not a problem of the column kinds"):
+        carry_decisions("Compute $ 2 - 1 $.")
+    # every decision is where a slip-free trace writes " +" and a trace with that carry left out writes " ="
+    for rec, trace in worked_examples(200, seed=4):
+        for prefix in carry_decisions(rec["problem"]):
+            assert trace.startswith(prefix + " + ")
+
+    tok = build_math_tokenizer()
+    torch.manual_seed(0)
+    model = build_tiny_model(EMBEDDED_PRESETS["math_ci"], tokenizer=tok)
+    records = [r for r, _ in worked_examples(24, seed=9)]
+    got = carry_probabilities(model, tok, records, batch_size=5)
+    assert len(got) == sum(len(carry_decisions(r["problem"])) for r in records) > 5
+    plus, equals = tok.convert_tokens_to_ids([" +", " ="])
+    with torch.no_grad():
+        for row in got.itertuples():
+            prefix = carry_decisions(row.problem)[row.decision]
+            ids = tok(math_data.format_prompt({"problem": row.problem}) + " " + prefix,
+                      add_special_tokens=False)["input_ids"]
+            p = model(input_ids=torch.tensor([ids])).logits[0, -1].softmax(-1)
+            assert abs(p[plus].item() - row.p_write) < 1e-5 and abs(p[equals].item() - row.p_leave_out) < 1e-5
+
+
+def test_sampled_benchmark_verdicts_against_a_direct_computation():
+    import numpy as np
+    import pandas as pd
+
+    from dgro_lib.math_analysis import sampled_benchmark_verdicts
+
+    rng = np.random.default_rng(0)
+    sources = ["synthetic/add"] * 30 + ["synthetic/mul"] * 30 + ["synthetic/linear"] * 5  # the protocol reads 60
+    base = rng.integers(0, 5, 60) / 4
+    after = {0: np.clip(base + rng.integers(0, 3, 60) / 4, 0, 1), 1: np.clip(base + rng.integers(-1, 3, 60) / 4, 0, 1)}
+    after[0][30:] = base[30:]  # mul: seed 0 changes nothing
+    sampled = pd.DataFrame({"run": ["base", "r0", "r1"], "seed": [None, 0, 1],
+                            "correct": [list(base), list(after[0]), list(after[1])]})
+    finals = pd.DataFrame({"run": ["r0", "r1"], "point": ["D", "D"]})
+    got = sampled_benchmark_verdicts(sampled, finals, sources).set_index("benchmark")
+    assert list(got.index) == ["add", "mul", "all"] and set(got["model"]) == {"D"}
+    for bench, sl in (("add", slice(0, 30)), ("mul", slice(30, 60)), ("all", slice(0, 60))):
+        d = (after[0][sl] - base[sl] + after[1][sl] - base[sl]) / 2  # seeds averaged per problem, then the paired z
+        z = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+        assert abs(got.loc[bench, "z"] - z) < 1e-9 and abs(got.loc[bench, "delta_points"] - 100 * d.mean()) < 1e-9
+        want = "improves" if z > 3 else "hurts" if z < -3 else "no change"
+        assert got.loc[bench, "verdict"] == want
+    assert got.loc["add", "verdict"] == "improves"
+    with pytest.raises(ValueError, match="sources: 10 entries"):
+        sampled_benchmark_verdicts(sampled, finals, sources[:10])
+
+
+def test_carry_table_summarises_carry_probabilities_per_benchmark(tmp_path):
+    import torch
+
+    from dgro_lib.math_analysis import carry_probabilities, carry_table
+    from dgro_lib.models import EMBEDDED_PRESETS, build_tiny_model
+    from dgro_lib.models.tokenizer import build_math_tokenizer
+
+    tok = build_math_tokenizer()
+    torch.manual_seed(0)
+    model = build_tiny_model(EMBEDDED_PRESETS["math_ci"], tokenizer=tok)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    records = [r for r, _ in worked_examples(40, seed=3)]
+    got = carry_table({"m": str(tmp_path), "restored": None}, records)
+    ref = carry_probabilities(model, tok, records)
+    row = got[(got["model"] == "m") & (got["benchmark"] == "all")].iloc[0]
+    assert row["decisions"] == len(ref) and abs(row["p_leave_out"] - ref["p_leave_out"].mean()) < 1e-5
+    assert abs(row["greedy_leaves_out"] - (ref["p_leave_out"] > ref["p_write"]).mean()) < 1e-9
+    mul = got[(got["model"] == "m") & (got["benchmark"] == "mul")].iloc[0]
+    assert mul["decisions"] == (ref["source"] == "synthetic/mul").sum()
+    assert got[got["model"] == "restored"]["weights"].tolist() == ["absent"]

@@ -21,7 +21,7 @@ from transformers import get_cosine_schedule_with_warmup
 
 from dgro_lib.data import kk
 from dgro_lib.data import math as math_data
-from dgro_lib.data.math_worked import worked_examples
+from dgro_lib.data.math_worked import trace_answer, worked_examples
 from dgro_lib.data.trace import build_trace, format_answer, header_words
 from dgro_lib.evaluate.accuracy import evaluate_greedy
 from dgro_lib.tasks import get_task
@@ -129,17 +129,21 @@ def _kk_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
 
 
 def _math_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
-    pairs = worked_examples(cfg.n_puzzles, seed=MATH_WARMUP_SEED_BASE + cfg.seed, kinds=cfg.math_kinds)
+    pairs = worked_examples(cfg.n_puzzles, seed=MATH_WARMUP_SEED_BASE + cfg.seed, kinds=cfg.math_kinds,
+                            slip_rate=cfg.slip_rate)
     records = [r for r, _ in pairs]
     prompts = [math_data.format_prompt(r, template=cfg.template) for r in records]
-    completions = [f" {trace} </think> \\boxed{{{r['answer']}}}" for r, trace in pairs]
+    # the boxed answer is the one the trace reaches: a slipped trace ends in a wrong answer, as a K&K slip does
+    completions = [f" {trace} </think> \\boxed{{{trace_answer(trace)}}}" for _, trace in pairs]
+    slipped = sum(trace_answer(trace) != r["answer"] for r, trace in pairs)
 
     def heldout():
         # reserved problems only (math_worked): none of them is a warm-up problem
         held = math_data.generate_math(cfg.eval_puzzles, seed=HELDOUT_SEED_BASE, kinds=cfg.math_kinds)
         return [("math", held, _MATH_MAX_NEW_TOKENS)]
 
-    return _Corpus(records, prompts, completions, [r["source"].split("/")[-1] for r in records], "kind", 0, heldout)
+    return _Corpus(records, prompts, completions, [r["source"].split("/")[-1] for r in records], "kind", slipped,
+                   heldout)
 
 
 _CORPORA: dict[str, Callable[[EmbeddedModelConfig], _Corpus]] = {"kk": _kk_corpus, "math": _math_corpus}
