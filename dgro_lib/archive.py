@@ -82,7 +82,11 @@ def weights_digest(model_path: str | Path) -> str | None:
 
 def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | None = None) -> list[str]:
     """Copy the result files of every finished run in ``store`` (or of the runs named by ``keys``) into
-    ``archive/<key>/``, replacing an older copy; returns the keys archived.
+    ``archive/<key>/``, replacing an older copy of the same run; returns the keys archived.
+
+    An archived copy trained from *other* base weights is never replaced: the same config and seed on a base built
+    on another machine can be another model (CPU builds are not bit-identical across every machine), and replacing
+    would lose the archived results. Such runs are left out, the others archived, and then a ValueError names them.
 
     A run is finished when its ``final_eval.json`` exists; one that is not (or a key the store lacks) is an error
     when named in ``keys`` and skipped otherwise. A run restored from an archive keeps its ``archived.json``; any
@@ -93,7 +97,7 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
     named = keys is not None
     candidates = [store / k for k in keys] if named else sorted(p for p in store.iterdir() if p.is_dir()
                                                                  and p.name != "base")
-    done = []
+    done, conflicts = [], []
     for run_dir in candidates:
         if not (run_dir / "final_eval.json").is_file():
             if named:
@@ -112,8 +116,19 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
             meta = {"key": run_dir.name, "base_model": Path(model_path).name, "base_weights_sha256": digest,
                     "archived": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "archived_at_commit": git_info()["commit"],
                     "trained_at_commit": manifest.get("git", {}).get("commit")}
+        old_marker = archive / run_dir.name / ARCHIVED
+        if old_marker.is_file():
+            old = json.loads(old_marker.read_text()).get("base_weights_sha256")
+            if old != meta["base_weights_sha256"]:
+                conflicts.append(f"{run_dir.name} (archived from base weights {str(old)[:12]}, this store's from "
+                                 f"{meta['base_weights_sha256'][:12]})")
+                continue
         _replace_dir(archive / run_dir.name, run_dir, meta)
         done.append(run_dir.name)
+    if conflicts:
+        raise ValueError(f"{len(conflicts)} run(s) not archived: the archive holds the same run trained from other "
+                         f"base weights, which would be lost: {'; '.join(conflicts)} ({len(done)} other run(s) "
+                         f"archived). Remove {archive}/<key> by hand to replace one on purpose.")
     return done
 
 

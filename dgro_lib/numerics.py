@@ -1,4 +1,5 @@
-"""Portable CPU numerics: the same floating-point results on every x86 CPU with AVX2, AVX-512 ones included.
+"""Portable CPU numerics: the same floating-point results on AVX2 and AVX-512 machines (measured on AMD EPYC ones),
+but not on every x86 CPU (an Intel Xeon builds other weights; below).
 
 torch picks its own vectorised kernels (softmax, norms, activations, the optimizer's updates) for the widest SIMD
 the CPU has, and MKL (its BLAS) and oneDNN do the same for matrix products; AVX2 and AVX-512 kernels add up in
@@ -18,6 +19,12 @@ Measured on an AVX-512 machine (2026-12-02): with the three set, the first 25 wa
 stage average a loss of 0.13666122198104858, the value an AVX2-only machine printed the day before, to the last
 bit; without them the stage-1 loss is 0.1405 instead of 0.1093. A CPU without AVX2 is left alone. GPUs are not
 affected. :func:`cpu_numerics` says what a process runs with; every manifest records it.
+
+Not across CPU vendors: on an Intel Xeon with AVX-512 (2026-12-02), with the three set, `mini` came out with other
+weights than on the AMD machines (the run archive's weights digest ``462b4a99...`` against ``e4de0a27...``), and so
+did `math_mini` (``7488da0a...`` against ``e735e2f6...``; there the same with and without the setting). Which
+library takes another path on that CPU is not separated. The run archive checks the base's weights digest before it
+restores a run, and never replaces an archived run trained from other weights (:mod:`dgro_lib.archive`).
 """
 
 from __future__ import annotations

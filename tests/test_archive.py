@@ -119,3 +119,22 @@ def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained,
         store.symlink_to(root / "store")
     assert R.main(["--profile", "ci", "--archive-runs"]) == 0
     assert (tmp_path / "reference" / "ci" / "runs" / run_key(cfg, 0) / "final_eval.json").is_file()
+
+
+def test_archiving_never_replaces_a_run_archived_from_other_base_weights(trained, tmp_path):
+    import shutil
+
+    cfg, _, root, _ = trained
+    key = run_key(cfg, 0)
+    archive = tmp_path / "archive"
+    shutil.copytree(root / "archive", archive)
+    marker = archive / key / ARCHIVED
+    meta = json.loads(marker.read_text())
+    archived_bytes = (archive / key / "final_eval.json").read_bytes()
+    marker.write_text(json.dumps({**meta, "base_weights_sha256": "0" * 64}))  # as if trained on another machine
+    with pytest.raises(ValueError, match=f"not archived.*{key} \\(archived from base weights 000000000000"):
+        archive_runs(root / "store", archive)
+    assert json.loads(marker.read_text())["base_weights_sha256"] == "0" * 64  # left as it was
+    assert (archive / key / "final_eval.json").read_bytes() == archived_bytes
+    marker.write_text(json.dumps(meta))  # the same base: replaced as before
+    assert archive_runs(root / "store", archive) == [key]
