@@ -204,16 +204,12 @@ def carry_probabilities(model, tokenizer, records: Sequence[dict], *, template: 
     model.eval()
     with torch.no_grad():
         for start in range(0, len(texts), batch_size):
-            ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[start:start + batch_size]]
-            width = max(map(len, ids))
-            # right padding: the last real position of each row predicts the decision token
-            batch = torch.full((len(ids), width), tokenizer.pad_token_id, dtype=torch.long)
-            mask = torch.zeros_like(batch)
-            for r, row in enumerate(ids):
-                batch[r, :len(row)] = torch.tensor(row)
-                mask[r, :len(row)] = 1
-            logits = model(input_ids=batch, attention_mask=mask).logits
-            last = logits[torch.arange(len(ids)), torch.tensor([len(r) - 1 for r in ids])].float().softmax(-1)
+            # right padding, so that positions are those of an unpadded pass; the last real position of each row
+            # predicts the decision token
+            enc = tokenizer(texts[start:start + batch_size], add_special_tokens=False, padding=True,
+                            padding_side="right", return_tensors="pt")
+            logits = model(**enc).logits
+            last = logits[torch.arange(len(logits)), enc["attention_mask"].sum(1) - 1].float().softmax(-1)
             probs.append(last[:, [plus, equals]])
     df = pd.DataFrame(rows, columns=["problem", "source", "decision"])
     p = torch.cat(probs).numpy() if probs else np.zeros((0, 2))

@@ -71,7 +71,8 @@ result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", ev
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labeler = partial(run_labels, loss=config_to_dict(cfg)["loss"], keys=list(cfg.sweep))  # "DGRO [-3,3]"
 finals = result.finals.assign(point=labeler(result.finals))
-sources = [r["source"] for r in load_eval_records(cfg)]  # the benchmark of each held-out problem, in order
+eval_records = load_eval_records(cfg)
+sources = [r["source"] for r in eval_records]  # the benchmark of each held-out problem, in order
 base = result.base["summary"]
 print(f"base model: greedy pass@1 {base['accuracy']:.3f} on {base['n']} problems, mean response length "
       f"{base['mean_length']:.1f} tokens")
@@ -122,7 +123,6 @@ fig
 # `absent`.
 
 # %%
-eval_records = load_eval_records(cfg)
 run_models = {f"{r.point} seed {r.seed}": latest_checkpoint(out.parent / "runs" / r.key / "trainer")
               for r in finals.itertuples()}
 carries = carry_table({"base model": resolve_model_path(cfg), **run_models}, eval_records,
