@@ -4,10 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= cpu
 ONLY ?=
-ARCHIVE ?=
+RETRAIN ?=
+PRESET ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: venv reproduce dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv reproduce base dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -20,8 +21,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
+# Restores every archived run whose identity matches (a fresh clone: minutes); RETRAIN=1 trains every run here.
 reproduce: $(STAMP)
-	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),) $(if $(ARCHIVE),--reuse-archived-runs,)
+	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),) $(if $(RETRAIN),--retrain,)
+
+# Rebuilds an embedded base from its recipe and compares it with reference/bases/$(PRESET)/ bit for bit.
+base: $(STAMP)
+	@test -n "$(PRESET)" || (echo "usage: make base PRESET=mini" >&2; exit 2)
+	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.rebuild_base $(PRESET)
 
 dry-run: $(STAMP)
 	$(PY) -m dgro_lib.reproduce --profile paper --dry-run

@@ -1,25 +1,33 @@
 """The run archive: the small result files of finished runs, committed under ``reference/<profile>/runs/``, so that
-an experiment longer than one working session can be collected across sessions on machines that keep nothing.
+an experiment longer than one working session can be collected across sessions and machines that keep nothing.
 
 A finished run in the run store (``outputs/<profile>/runs/<key>/``) holds everything a notebook reads from it in
 small files: ``manifest.json`` (config, seed, commit, machine, timing), ``metrics.csv`` (per step), ``heldout.csv``,
 ``final_eval.json`` (per-puzzle correctness) and ``evals/<key>.json`` (its other evaluation protocols).
 :func:`archive_runs` copies those files (no checkpoint, no weights: a few tens of kB per run) to
-``reference/<profile>/runs/<key>/`` together with ``archived.json``, which names the base model the run started from
-and the sha256 of its weights.
+``reference/<profile>/runs/<key>/`` together with ``archived.json``, which names the base model the run started from,
+the sha256 of its weights, the sha256 of its per-item results and the machine it trained on (CPU vendor, model and
+ISA flags, torch version and threads, the kernels in use).
 
-:func:`restore_runs` is the other direction and is opt-in (``python -m dgro_lib.reproduce --reuse-archived-runs``,
-which sets ``DGRO_RUN_ARCHIVE`` for the notebooks' kernels, or ``run_experiment(..., archive=...)``): a run the local
-store lacks is copied in from the archive instead of being trained, but only when the archived run was made with the
-same params and seed and the locally built base model has the same weights, bit for bit, as the one it was trained
-from; otherwise it is trained here and the reason is printed. A restored run has no checkpoint, so an evaluation
-protocol the archive does not hold cannot be computed for it (the error says so). ``runs.csv`` and the experiment
-manifest say which runs were restored. Plain ``make reproduce`` never reads the archive: it trains every run.
+**Replicates.** The same configuration and seed trained on another machine, or from another build of the base, is
+another *replicate* of the run: kept beside the first under ``<key>/replicates/<id>/`` (same files), never refused
+and never overwritten. ``<key>/`` itself holds the *reference replicate*, the one the notebooks restore by default:
+the first one archived, unless a later one was trained from a committed base (:mod:`dgro_lib.models.committed`) and
+it was not, in which case the later one takes its place and the earlier one moves to ``replicates/``. Re-archiving a
+replicate with the same base and the same per-item results refreshes it in place (e.g. to add an evaluation).
+:func:`replicates` lists them for a statistical comparison across machines.
+
+:func:`restore_runs` is the other direction (``python -m dgro_lib.reproduce`` does it by default; ``--retrain``
+trains everything here instead): a run the local store lacks is copied in from the archive instead of being trained,
+but only when the archived replicate was made with the same params and seed from a base model with the same weights,
+bit for bit, as the local one (the reference replicate first, then the others in name order); otherwise it is trained
+here and the reason is printed. A restored run has no checkpoint, so an evaluation protocol the archive does not
+hold cannot be computed for it (the error says so). ``runs.csv`` and the experiment manifest say which runs were
+restored.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -32,10 +40,12 @@ from typing import Iterable
 from filelock import FileLock
 
 from .config import ExperimentConfig, config_to_dict
-from .manifest import git_info, write_json
+from .manifest import git_info, machine_info, write_json
+from .models.committed import committed_bases, weights_digest
 from .runstore import config_diff
 
-__all__ = ["ARCHIVE_ENV", "ARCHIVED", "archive_runs", "restore_runs", "weights_digest", "archive_from_env"]
+__all__ = ["ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
+           "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
 """Environment variable naming the archive folder that :func:`dgro_lib.experiment.run_experiment` restores from."""
@@ -56,37 +66,68 @@ def _result_files(run_dir: Path) -> list[Path]:
     return sorted(top) + evals
 
 
-@functools.lru_cache(maxsize=16)
-def _digest(path: str, stamp: tuple) -> str | None:
-    files = sorted(p for p in Path(path).iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
-    if not files:
-        return None
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+REPLICATES = "replicates"
+"""The sub-folder of an archived run that holds its further replicates, one folder each."""
+
+_KIND_FIELDS = ("cpu_vendor", "cpu_model", "cpu_isa", "torch", "torch_threads", "torch_cpu_capability")
 
 
-def weights_digest(model_path: str | Path) -> str | None:
-    """sha256 over a local model folder's weight files (``*.safetensors``, ``*.bin``); None for a hub id, a missing
-    folder or one without weights."""
-    path = Path(model_path)
-    if not path.is_dir():
-        return None
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(path.iterdir()) if p.is_file())
-    return _digest(str(path.resolve()), stamp)
+def machine_kind(manifest: dict) -> dict:
+    """What decides a CPU run's bits, from a run manifest: CPU vendor, model and ISA flags, torch version and threads,
+    and the kernels torch ran (runs from before the vendor and flags were recorded get the vendor from the model
+    name and ``cpu_isa`` None)."""
+    m = manifest.get("machine", {})
+    model = m.get("cpu_model") or ""
+    vendor = m.get("cpu_vendor") or ("AuthenticAMD" if "AMD" in model else "GenuineIntel" if "Intel" in model
+                                     else None)
+    return {"cpu_vendor": vendor, "cpu_model": m.get("cpu_model"), "cpu_isa": m.get("cpu_isa"),
+            "torch": manifest.get("packages", {}).get("torch"), "torch_threads": m.get("torch_threads"),
+            "torch_cpu_capability": (m.get("cpu_numerics") or {}).get("torch_cpu_capability"),
+            "gpus": m.get("gpus") or []}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _replicate_id(meta: dict) -> str:
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(meta["machine"].get("cpu_vendor"), "other")
+    return f"{vendor}-{meta['base_weights_sha256'][:8]}-{meta['results_sha256'][:8]}"
+
+
+def _meta(folder: Path) -> dict:
+    """An archived replicate's ``archived.json``, with the fields older archives lack filled in from its files."""
+    meta = json.loads((folder / ARCHIVED).read_text())
+    if "results_sha256" not in meta:
+        meta["results_sha256"] = _sha256(folder / "final_eval.json")
+    if "machine" not in meta:
+        meta["machine"] = machine_kind(json.loads((folder / "manifest.json").read_text()))
+    return meta
+
+
+def replicates(archive: str | Path, key: str) -> list[tuple[str, Path, dict]]:
+    """The archived replicates of run ``key``: ``(id, folder, archived.json)``, the reference replicate first (id
+    ``reference``), then ``replicates/<id>/`` in name order; empty when the archive lacks the run."""
+    top = Path(archive) / key
+    out = []
+    if (top / "final_eval.json").is_file():
+        out.append(("reference", top, _meta(top)))
+    if (top / REPLICATES).is_dir():
+        out += [(d.name, d, _meta(d)) for d in sorted((top / REPLICATES).iterdir())
+                if (d / "final_eval.json").is_file()]
+    return out
 
 
 def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | None = None) -> list[str]:
-    """Copy the result files of every finished run in ``store`` (or of the runs named by ``keys``) into
-    ``archive/<key>/``, replacing an older copy of the same run; returns the keys archived.
+    """Copy the result files of every finished run in ``store`` (or of the runs named by ``keys``) into the archive;
+    returns the keys archived.
 
-    An archived copy trained from *other* base weights is never replaced: the same config and seed on a base built
-    on another machine can be another model (CPU builds are not bit-identical across every machine), and replacing
-    would lose the archived results. Such runs are left out, the others archived, and then a ValueError names them.
+    A run the archive lacks goes to ``archive/<key>/``. One it holds with the same base weights and the same per-item
+    results (``final_eval.json``) is the same replicate, refreshed in place. Any other is a new replicate, kept under
+    ``archive/<key>/replicates/<id>/`` (id: CPU vendor, base digest, results digest), or promoted to the reference
+    replicate when it starts from a committed base and the reference does not (the old reference then moves to
+    ``replicates/``). Nothing archived is ever lost. The store's base-model evaluations are archived too
+    (:func:`archive_base_evals`).
 
     A run is finished when its ``final_eval.json`` exists; one that is not (or a key the store lacks) is an error
     when named in ``keys`` and skipped otherwise. A run restored from an archive keeps its ``archived.json``; any
@@ -96,8 +137,9 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
     store, archive = Path(store), Path(archive)
     named = keys is not None
     candidates = [store / k for k in keys] if named else sorted(p for p in store.iterdir() if p.is_dir()
-                                                                 and p.name != "base")
-    done, conflicts = [], []
+                                                                 and p.name != BASE_EVALS)
+    pinned = {m["weights_sha256"] for m in committed_bases().values()}
+    done = []
     for run_dir in candidates:
         if not (run_dir / "final_eval.json").is_file():
             if named:
@@ -106,7 +148,7 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
         manifest = json.loads((run_dir / "manifest.json").read_text())
         marker = run_dir / ARCHIVED
         if marker.is_file():
-            meta = json.loads(marker.read_text())
+            meta = _meta(run_dir)
         else:
             model_path = manifest.get("model_path", "")
             digest = weights_digest(model_path)
@@ -114,58 +156,136 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
                 raise FileNotFoundError(f"{run_dir}: its base model {model_path!r} has no local weights to digest; "
                                         "archive a run on the machine whose store built it")
             meta = {"key": run_dir.name, "base_model": Path(model_path).name, "base_weights_sha256": digest,
+                    "results_sha256": _sha256(run_dir / "final_eval.json"), "machine": machine_kind(manifest),
                     "archived": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "archived_at_commit": git_info()["commit"],
                     "trained_at_commit": manifest.get("git", {}).get("commit")}
-        old_marker = archive / run_dir.name / ARCHIVED
-        if old_marker.is_file():
-            old = json.loads(old_marker.read_text()).get("base_weights_sha256")
-            if old != meta["base_weights_sha256"]:
-                conflicts.append(f"{run_dir.name} (archived from base weights {str(old)[:12]}, this store's from "
-                                 f"{meta['base_weights_sha256'][:12]})")
-                continue
-        _replace_dir(archive / run_dir.name, run_dir, meta)
+        top = archive / run_dir.name
+        existing = replicates(archive, run_dir.name)
+        same = [(rid, folder) for rid, folder, m in existing
+                if (m["base_weights_sha256"], m["results_sha256"]) == (meta["base_weights_sha256"],
+                                                                       meta["results_sha256"])]
+        if same:
+            _replace_dir(same[0][1], run_dir, meta)
+        elif not existing:
+            _replace_dir(top, run_dir, meta)
+        elif meta["base_weights_sha256"] in pinned and existing[0][2]["base_weights_sha256"] not in pinned:
+            old = existing[0][2]
+            _replace_dir(top / REPLICATES / _replicate_id(old), top, old)  # the old reference becomes a replicate
+            _replace_dir(top, run_dir, meta, keep=(REPLICATES,))
+            print(f"[archive] {run_dir.name}: the reference replicate is now the one from the committed base "
+                  f"{meta['base_weights_sha256'][:12]}; the one from {old['base_weights_sha256'][:12]} is kept as "
+                  f"replicate {_replicate_id(old)}", flush=True)
+        else:
+            _replace_dir(top / REPLICATES / _replicate_id(meta), run_dir, meta)
+            print(f"[archive] {run_dir.name}: kept as replicate {_replicate_id(meta)} beside the reference",
+                  flush=True)
         done.append(run_dir.name)
-    if conflicts:
-        raise ValueError(f"{len(conflicts)} run(s) not archived: the archive holds the same run trained from other "
-                         f"base weights, which would be lost: {'; '.join(conflicts)} ({len(done)} other run(s) "
-                         f"archived). Remove {archive}/<key> by hand to replace one on purpose.")
+    archive_base_evals(store, archive)
     return done
 
 
-def restore_runs(jobs: Iterable[tuple[ExperimentConfig, int, Path, str]], archive: str | Path) -> dict[str, str]:
-    """For each ``(config, seed, run_dir, base model path)`` whose run is not in the local store, copy the archived
-    run ``archive/<run_dir.name>`` into ``run_dir`` when it is the same run: same params and seed
-    (:func:`~dgro_lib.runstore.config_diff`), and a base model whose weights digest equals the local one's.
+BASE_EVALS = "base"
+"""The archive's folder of base-model evaluations: ``base/<evaluation key>/<weights digest, 16 hex>.json``."""
 
-    Returns run key -> what happened: ``restored``, or why not (``not archived``, ``in the store``, a local partial
-    run, other params, another base model). Every refusal of an archived run is printed, so a run trained here
-    although the archive had it is never a surprise."""
+
+def archive_base_evals(store: str | Path, archive: str | Path) -> list[str]:
+    """Copy the store's base-model evaluations (``store/base/<key>.json``, per-item results included) into
+    ``archive/base/<key>/<digest>.json``, one per base weights digest, so a fresh clone reads them instead of
+    evaluating its (identical, committed) base again; returns the keys added. An archived evaluation is never
+    replaced: one with other numbers for the same weights (another machine kind) is kept beside it as
+    ``<digest>-<sha256 of the file, 8 hex>.json``."""
+    store, archive = Path(store), Path(archive)
+    added = []
+    for path in sorted((store / "base").glob("*.json")) if (store / "base").is_dir() else []:
+        ev = json.loads(path.read_text())
+        digest = weights_digest(ev.get("model_path", ""))
+        if digest is None:  # a hub id or a model no longer on this machine: nothing to check a restore against
+            continue
+        dest = archive / BASE_EVALS / path.stem / f"{digest[:16]}.json"
+        body = path.read_bytes()
+        if dest.is_file():
+            if _same_evaluation(dest.read_bytes(), body):
+                continue
+            dest = dest.with_name(f"{digest[:16]}-{hashlib.sha256(body).hexdigest()[:8]}.json")
+            if dest.is_file():
+                continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, dest)
+        added.append(path.stem)
+    return added
+
+
+def _same_evaluation(a: bytes, b: bytes) -> bool:
+    """Two stored evaluations with the same numbers (the model path, where each machine keeps the base, aside)."""
+    ja, jb = json.loads(a), json.loads(b)
+    ja.pop("model_path", None), jb.pop("model_path", None)
+    return ja == jb
+
+
+def restore_base_eval(model_path: str, path: Path, archive: str | Path | None) -> bool:
+    """Fill the store's base evaluation ``path`` (``store/base/<key>.json``) from the archive when it holds that
+    evaluation for a base with the weights of ``model_path``; returns whether it did."""
+    if archive is None or path.is_file():
+        return False
+    digest = weights_digest(model_path)
+    src = Path(archive) / BASE_EVALS / path.stem / f"{str(digest)[:16]}.json"
+    if digest is None or not src.is_file():
+        return False
+    ev = json.loads(src.read_text())
+    ev["model_path"] = str(model_path)  # where this machine keeps the (same) base
+    write_json(path, ev)
+    return True
+
+
+def restore_runs(jobs: Iterable[tuple[ExperimentConfig, int, Path, str]], archive: str | Path) -> dict[str, str]:
+    """For each ``(config, seed, run_dir, base model path)`` whose run is not in the local store, copy an archived
+    replicate of ``run_dir.name`` into ``run_dir`` when it is the same run: same params and seed
+    (:func:`~dgro_lib.runstore.config_diff`), and a base model whose weights digest equals the local one's; the
+    reference replicate is tried first.
+
+    Returns run key -> what happened: ``restored`` (the reference replicate), ``restored replicate <id>``, or why not
+    (``not archived``, ``in the store``, a local partial run, other params, another base model). Every refusal of
+    an archived run is printed, so a run trained here although the archive had it is never a surprise."""
     archive = Path(archive)
     outcome = {}
     for cfg, seed, run_dir, model_path in jobs:
-        key, src = run_dir.name, archive / run_dir.name
+        key = run_dir.name
         if (run_dir / "final_eval.json").is_file():
             outcome[key] = "in the store"
             continue
-        if not (src / "final_eval.json").is_file():
+        found = replicates(archive, key)
+        if not found:
             outcome[key] = "not archived"
             continue
-        why = _mismatch(cfg, seed, src, model_path)
+        local = weights_digest(model_path)
+        reasons = [(rid, folder, _mismatch(cfg, seed, folder, local)) for rid, folder, _ in found]
+        match = next(((rid, folder) for rid, folder, why in reasons if why is None), None)
+        why = None if match is not None else reasons[0][2] + (
+            f" (nor do its {len(found) - 1} other replicate(s))" if len(found) > 1 else "")
         if why is None and (run_dir / "manifest.json").exists():
             why = "a partial run of it is in the local store (it resumes from its checkpoint instead)"
         if why is None:
+            rid, folder = match
             with FileLock(str(run_dir) + ".lock"):  # the same lock as a worker training this run
                 if not (run_dir / "final_eval.json").is_file():
-                    _replace_dir(run_dir, src, json.loads((src / ARCHIVED).read_text()))
-            outcome[key] = "restored"
+                    _replace_dir(run_dir, folder, _meta(folder))
+            outcome[key] = "restored" if rid == "reference" else f"restored replicate {rid}"
         else:
             outcome[key] = why
             print(f"[archive] {key}: not restored from {archive}: {why}; it is trained here", flush=True)
     return outcome
 
 
-def _mismatch(cfg: ExperimentConfig, seed: int, src: Path, model_path: str) -> str | None:
-    """Why the archived run ``src`` is not the run ``cfg``/``seed`` from the base at ``model_path`` (None if it is)."""
+def restorable(cfg: ExperimentConfig, seed: int, archive: str | Path, key: str, base_digest: str | None) -> bool:
+    """Whether :func:`restore_runs` would restore run ``key`` (``cfg``, ``seed``) on a base with ``base_digest``."""
+    return any(_mismatch(cfg, seed, folder, base_digest) is None for _, folder, _ in replicates(archive, key))
+
+
+def _mismatch(cfg: ExperimentConfig, seed: int, src: Path, local: str | None) -> str | None:
+    """Why the archived replicate ``src`` is not the run ``cfg``/``seed`` from a base with weights digest ``local``
+    (None if it is)."""
     manifest = json.loads((src / "manifest.json").read_text())
     diff = config_diff(manifest["config"], config_to_dict(cfg))
     if manifest.get("seed") != seed:
@@ -173,17 +293,16 @@ def _mismatch(cfg: ExperimentConfig, seed: int, src: Path, model_path: str) -> s
     if diff:
         return "made with other params (" + "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items()) + ")"
     meta = json.loads((src / ARCHIVED).read_text()) if (src / ARCHIVED).is_file() else {}
-    local = weights_digest(model_path)
     if local is None or local != meta.get("base_weights_sha256"):
         return (f"trained from base {meta.get('base_model')!r} with weights sha256 "
-                f"{str(meta.get('base_weights_sha256'))[:12]}, this machine's base {Path(model_path).name!r} has "
-                f"{str(local)[:12]}")
+                f"{str(meta.get('base_weights_sha256'))[:12]}, this machine's base has {str(local)[:12]}")
     return None
 
 
-def _replace_dir(dest: Path, src_run: Path, meta: dict) -> None:
+def _replace_dir(dest: Path, src_run: Path, meta: dict, keep: tuple[str, ...] = (REPLICATES,)) -> None:
     """``dest`` becomes a copy of ``src_run``'s result files plus ``archived.json`` (``meta``), whole or not at all:
-    the copy is made in a temporary sibling folder and renamed into place."""
+    the copy is made in a temporary sibling folder and renamed into place. The sub-folders ``keep`` of an existing
+    ``dest`` (its further replicates) are carried over."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
@@ -194,6 +313,9 @@ def _replace_dir(dest: Path, src_run: Path, meta: dict) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, target)
         write_json(tmp / ARCHIVED, meta)
+        for name in keep:  # copied, not moved: a failure before the rename below leaves dest whole
+            if (dest / name).is_dir():
+                shutil.copytree(dest / name, tmp / name)
         if dest.exists():
             shutil.rmtree(dest)
         os.rename(tmp, dest)

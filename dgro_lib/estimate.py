@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .archive import restorable
 from .config import ExperimentConfig, expand_sweep, find_params, load_config
+from .inputs import expected_base_digest
 from .paths import REPO
 from .runstore import latest_checkpoint, run_key
 
@@ -53,8 +55,10 @@ def seconds_per_token(store: Path) -> tuple[float, int]:
 
 
 def _warmup_seconds(cfg: ExperimentConfig) -> float:
-    """Seconds to build the embedded base model and every stage it continues from that is not cached."""
-    from .models.embedded import EMBEDDED_PRESETS, config_hash  # transformers: only when an estimate is asked for
+    """Seconds to build the embedded base model and every stage it continues from that is neither cached nor
+    committed (a committed base is copied, not built: :mod:`dgro_lib.models.committed`)."""
+    from .models.committed import committed_base
+    from .models.embedded import EMBEDDED_PRESETS, config_hash, preset_names  # transformers: only when asked
 
     if cfg.model.path != "embedded" or cfg.model.embedded_preset not in EMBEDDED_PRESETS:
         return 0.0
@@ -62,21 +66,24 @@ def _warmup_seconds(cfg: ExperimentConfig) -> float:
     cache_dir = cache_dir if cache_dir.is_absolute() else REPO / cache_dir
     seconds, preset = 0.0, EMBEDDED_PRESETS[cfg.model.embedded_preset]
     while preset is not None:
-        if not (cache_dir / f"{preset.arch}-{config_hash(preset)}" / "embedded.json").exists():
-            seconds += preset.max_steps * DEFAULT_WARMUP_SECONDS_PER_STEP
+        if (cache_dir / f"{preset.arch}-{config_hash(preset)}" / "embedded.json").exists() \
+                or committed_base(preset_names(preset), config_hash(preset)) is not None:
+            break
+        seconds += preset.max_steps * DEFAULT_WARMUP_SECONDS_PER_STEP
         preset = EMBEDDED_PRESETS[preset.continue_from] if preset.continue_from else None
     return seconds
 
 
 def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: Path | None = None) -> pd.DataFrame:
-    """One row per notebook: runs in its params, runs finished in the store (or, with ``archive``, in the run
-    archive: ``archived`` counts those, which are restored if their base's weights match), steps left, and the
+    """One row per notebook: runs in its params, runs finished in the store (or, with ``archive``, restorable from
+    the run archive: same params and seed, and a replicate from the base weights this machine has or will install,
+    :func:`~dgro_lib.archive.restorable`; ``archived`` counts those), steps left, and the
     estimated minutes (steps left x seconds per step / workers, plus an uncached base model's warm-up). Notebooks
     whose params have no training runs (``kind: eval`` or ``theory``) have 0 runs; a ``theory`` notebook needs no
     base model."""
     store = output_root / profile / "runs"
     rate, measured = seconds_per_token(store)
-    rows, warmups = [], set()
+    rows, warmups, digests = [], set(), {}
     for name in names:
         cfg = load_config(find_params(name, profile))
         runs = expand_sweep(cfg) if cfg.kind == "train" else []
@@ -86,9 +93,13 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
             if (run_dir / "final_eval.json").exists():
                 done += 1
                 continue
-            if archive is not None and (archive / run_dir.name / "final_eval.json").exists():
-                done, archived = done + 1, archived + 1
-                continue
+            if archive is not None:
+                ident = (concrete.model.path, concrete.model.embedded_preset, concrete.model.cache_dir)
+                if ident not in digests:
+                    digests[ident] = expected_base_digest(concrete)
+                if restorable(concrete, seed, archive, run_dir.name, digests[ident]):
+                    done, archived = done + 1, archived + 1
+                    continue
             ckpt = latest_checkpoint(run_dir / "trainer")
             left = concrete.train.max_steps - (int(ckpt.rsplit("-", 1)[-1]) if ckpt else 0)
             steps_left += left
@@ -115,5 +126,8 @@ def format_plan(plan: pd.DataFrame, profile: str) -> str:
         from_archive = f" ({r.archived} in the run archive)" if r.archived else ""
         lines.append(f"[reproduce]   {r.notebook:32s} {r.finished}/{r.runs} runs finished{from_archive}, "
                      f"{r.steps_left} steps left, ~{r.minutes} min")
-    lines.append(f"[reproduce]   total ~{plan['minutes'].sum():.0f} min (training and warm-up; evaluation not included)")
+    n_runs, n_done, n_arch = int(plan["runs"].sum()), int(plan["finished"].sum()), int(plan["archived"].sum())
+    lines.append(f"[reproduce]   {n_arch} run(s) to restore from the run archive, {n_done - n_arch} already in the "
+                 f"store, {n_runs - n_done} to train here (~{plan['minutes'].sum():.0f} min of training and warm-up; "
+                 "evaluation not included)")
     return "\n".join(lines)

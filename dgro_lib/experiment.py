@@ -23,7 +23,7 @@ import torch
 from filelock import FileLock
 from tqdm.auto import tqdm
 
-from .archive import ARCHIVED, archive_from_env, restore_runs
+from .archive import ARCHIVED, BASE_EVALS, archive_from_env, restore_base_eval, restore_runs
 from .config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
@@ -167,13 +167,17 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     restored = {}
     if archive is not None:
         restored = restore_runs([(c, s, d, base_path[d]) for c, s, d, _, _ in jobs], archive)
-        n = sum(v == "restored" for v in restored.values())
+        n = sum(v.startswith("restored") for v in restored.values())
         print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
     eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)
                  for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
+    if archive is not None:  # the base evaluations the archive holds for these base weights are read, not redone
+        n = sum(restore_base_eval(job[0], job[4], archive) for job in eval_jobs)
+        if n:
+            print(f"[experiment] {n} of {len(eval_jobs)} base evaluations restored from the run archive", flush=True)
     listing = pd.DataFrame([{"run": run_id_for(point, seed), "seed": seed, "key": run_dir.name,
                              "path": os.path.relpath(run_dir, out_dir), "sweep_point": json.dumps(point),
-                             "base_model": base_of[run_dir], "from_archive": restored.get(run_dir.name) == "restored"}
+                             "base_model": base_of[run_dir], "from_archive": restored.get(run_dir.name, "").startswith("restored")}
                             for _, seed, run_dir, point, _ in jobs])
     if listing["run"].duplicated().any():  # two sweep points with one label would overwrite each other's rows
         raise ValueError(f"sweep: points with the same label {listing['run'][listing['run'].duplicated()].tolist()}")
@@ -268,6 +272,8 @@ def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[di
     (stored as :func:`_evaluate_base` makes it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
+        if not path.exists() and path.parent.name == BASE_EVALS:  # a base evaluation the run archive may hold
+            restore_base_eval(model_path, path, archive_from_env())
         if not path.exists():
             write_json(path, _evaluate_base(ecfg, model_path, records, protocol))
     return json.loads(path.read_text())

@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import ExperimentConfig
-from .models import EMBEDDED_PRESETS, get_embedded_base_model
+from .models import EMBEDDED_PRESETS, config_hash, get_embedded_base_model
+from .models.committed import committed_base, weights_digest
+from .models.embedded import preset_names
 from .paths import REPO
 from .tasks import get_task, puzzle_key
 
-__all__ = ["resolve_model_path", "load_train_records", "load_eval_records", "puzzle_key"]
+__all__ = ["resolve_model_path", "expected_base_digest", "load_train_records", "load_eval_records", "puzzle_key"]
 
 
 def resolve_model_path(cfg: ExperimentConfig) -> str:
@@ -21,10 +23,28 @@ def resolve_model_path(cfg: ExperimentConfig) -> str:
         raise ValueError(
             f"model.embedded_preset: {cfg.model.embedded_preset!r} is not one of {sorted(EMBEDDED_PRESETS)}"
         )
+    return str(get_embedded_base_model(EMBEDDED_PRESETS[cfg.model.embedded_preset], cache_dir=_cache_dir(cfg)))
+
+
+def _cache_dir(cfg: ExperimentConfig) -> Path:
     cache_dir = Path(cfg.model.cache_dir)
-    if not cache_dir.is_absolute():  # relative to the repository, not to the notebook's working directory
-        cache_dir = REPO / cache_dir
-    return str(get_embedded_base_model(EMBEDDED_PRESETS[cfg.model.embedded_preset], cache_dir=cache_dir))
+    return cache_dir if cache_dir.is_absolute() else REPO / cache_dir  # not the notebook's working directory
+
+
+def expected_base_digest(cfg: ExperimentConfig) -> str | None:
+    """The weights digest the base model of ``cfg`` has, or will have once built, without building it: a local
+    model folder's own; for the embedded model the cached build's, else its committed base's (None when it would be
+    built here, or for a hub id)."""
+    if cfg.model.path != "embedded":
+        return weights_digest(cfg.model.path)
+    preset = EMBEDDED_PRESETS.get(cfg.model.embedded_preset)
+    if preset is None:
+        return None
+    cached = _cache_dir(cfg) / f"{preset.arch}-{config_hash(preset)}"
+    if (cached / "embedded.json").is_file():
+        return weights_digest(cached)
+    pinned = committed_base(preset_names(preset), config_hash(preset))
+    return None if pinned is None else pinned["weights_sha256"]
 
 
 def _records(cfg: ExperimentConfig, split: str) -> list[dict]:

@@ -103,11 +103,37 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+"""The /proc/cpuinfo flags that decide which kernels torch, MKL and oneDNN may pick (recorded with every run)."""
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.split(":", 1)[0].strip() == name:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def cpu_vendor() -> str | None:
+    """The CPU vendor as /proc/cpuinfo names it (``AuthenticAMD``, ``GenuineIntel``), None where it says nothing."""
+    return _cpuinfo_field("vendor_id")
+
+
+def cpu_isa() -> list[str] | None:
+    """Which of :data:`ISA_FLAGS` the CPU has (None where /proc/cpuinfo has no flags line)."""
+    flags = _cpuinfo_field("flags")
+    return None if flags is None else [f for f in ISA_FLAGS if f in flags.split()]
+
+
 def machine_info() -> dict[str, Any]:
-    """The machine a result was made on: host, CPU model, torch threads, the CPU kernels in use
-    (:func:`dgro_lib.numerics.cpu_numerics`) and GPUs (empty without CUDA)."""
+    """The machine a result was made on: host, CPU vendor, model and ISA flags (:data:`ISA_FLAGS`), torch threads,
+    the CPU kernels in use (:func:`dgro_lib.numerics.cpu_numerics`) and GPUs (empty without CUDA)."""
     info: dict[str, Any] = {"hostname": platform.node(), "platform": platform.platform(),
-                            "machine": platform.machine(), "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+                            "machine": platform.machine(), "cpu_vendor": cpu_vendor(), "cpu_model": _cpu_model(),
+                            "cpu_isa": cpu_isa(), "cpu_count": os.cpu_count(),
                             "torch_threads": None, "cuda": False, "gpus": []}
     try:
         import torch

@@ -8,9 +8,13 @@ beside the reference results committed under ``reference/<profile>/<notebook>/``
 exists; notebooks without params for the profile are listed as skipped, never silently dropped.
 
 The run archive (:mod:`dgro_lib.archive`, ``reference/<profile>/runs/``) carries finished runs' results from one
-machine to the next: ``--archive-runs`` copies every finished run of the profile's store into it,
-``--save-reference`` also archives the runs of each notebook it saves, and ``--reuse-archived-runs`` lets the
-notebooks restore an archived run instead of training it (only the same run from a base with the same weights).
+machine to the next. By default the notebooks restore every archived run whose identity matches (same params and
+seed, a replicate trained from a base with the same weights: with the committed bases of ``reference/bases/`` that
+is every machine) instead of training it, so a fresh clone renders every ``cpu`` notebook in minutes; the plan says
+how many runs are restored and how many will be trained. ``--retrain`` trains every run here instead (a reproduction
+of the training itself). ``--archive-runs`` copies every finished run of the profile's store into the archive (a run
+the archive holds from another machine or base is kept as a replicate beside it), and ``--save-reference`` also
+archives the runs of each notebook it saves.
 """
 
 from __future__ import annotations
@@ -85,9 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--archive-runs", action="store_true",
                         help="copy the result files of every finished run in outputs/<profile>/runs/ to the run "
                              "archive reference/<profile>/runs/ (no weights), then stop")
+    parser.add_argument("--retrain", action="store_true",
+                        help="train every run here; by default a run is restored from reference/<profile>/runs/ "
+                             "when the archive holds the same run from a base model with the same weights "
+                             "(runs.csv says which were restored)")
     parser.add_argument("--reuse-archived-runs", action="store_true",
-                        help="restore a run from reference/<profile>/runs/ instead of training it, when it is the "
-                             "same run from a base model with the same weights (runs.csv says which were restored)")
+                        help="restore archived runs (the default; kept so that older command lines still work)")
     args = parser.parse_args(argv)
     archive = REFERENCE / args.profile / "runs"
     if args.archive_runs:
@@ -95,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         keys = archive_runs(store, archive) if store.is_dir() else []
         print(f"[reproduce] {len(keys)} finished run(s) of {store} archived in {archive}", flush=True)
         return 0
-    if args.reuse_archived_runs:
+    if args.retrain and args.reuse_archived_runs:
+        parser.error("--retrain and --reuse-archived-runs contradict each other")
+    reuse = not args.retrain
+    if reuse:
         os.environ[ARCHIVE_ENV] = str(archive)  # inherited by the notebooks' kernels
+    else:
+        os.environ.pop(ARCHIVE_ENV, None)
     if args.dry_run:
         try:
             dry_run(args.profile)
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for n in skipped:
         print(f"[reproduce] skip {n}: no params/{args.profile}/{n}.yaml", flush=True)
-    plan = plan_profile(args.profile, runnable, OUTPUTS, archive=archive if args.reuse_archived_runs else None)
+    plan = plan_profile(args.profile, runnable, OUTPUTS, archive=archive if reuse else None)
     print(format_plan(plan, args.profile), flush=True)
     timings = {}
     for n in runnable:

@@ -1,13 +1,15 @@
 """The run archive: finished runs' result files carried to another store, restored only for the same run from the
 same base weights, and never an evaluation the archive does not hold."""
 
+import hashlib
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import dgro_lib.experiment as E
-from dgro_lib.archive import ARCHIVED, archive_runs, restore_runs, weights_digest
+from dgro_lib.archive import ARCHIVED, REPLICATES, archive_runs, replicates, restorable, restore_runs, weights_digest
 from dgro_lib.config import apply_overrides, find_params, load_config
 from dgro_lib.runstore import run_key
 
@@ -104,9 +106,20 @@ def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained,
     # an archive holding one of the notebook's runs: it counts as finished, and as archived
     full = load_config(find_params("dgro_fig1_reward_variance", "ci"))
     _, seed, concrete = E.expand_sweep(full)[0]
+    import shutil
+
+    from dgro_lib.config import config_to_dict
+    from dgro_lib.inputs import expected_base_digest
+
     archive = tmp_path / "archive"
-    (archive / run_key(concrete, seed)).mkdir(parents=True)
-    (archive / run_key(concrete, seed) / "final_eval.json").write_text("{}")
+    fake = shutil.copytree(root / "archive" / run_key(cfg, 0), archive / run_key(concrete, seed))
+    manifest = json.loads((fake / "manifest.json").read_text())
+    (fake / "manifest.json").write_text(json.dumps({**manifest, "config": config_to_dict(concrete), "seed": seed}))
+    meta = json.loads((fake / ARCHIVED).read_text())
+    (fake / ARCHIVED).write_text(json.dumps({**meta, "base_weights_sha256": "0" * 64}))
+    row = plan_profile("ci", ["dgro_fig1_reward_variance"], tmp_path, archive=archive).iloc[0]
+    assert row["finished"] == 0 and row["archived"] == 0  # archived, but from other base weights: trained here
+    (fake / ARCHIVED).write_text(json.dumps({**meta, "base_weights_sha256": expected_base_digest(concrete)}))
     row = plan_profile("ci", ["dgro_fig1_reward_variance"], tmp_path, archive=archive).iloc[0]
     assert row["finished"] == 1 and row["archived"] == 1
     assert row["steps_left"] == plain["steps_left"] - concrete.train.max_steps
@@ -121,20 +134,90 @@ def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained,
     assert (tmp_path / "reference" / "ci" / "runs" / run_key(cfg, 0) / "final_eval.json").is_file()
 
 
-def test_archiving_never_replaces_a_run_archived_from_other_base_weights(trained, tmp_path):
+def _as_other_machine(folder, digest="0" * 64, vendor="GenuineIntel"):
+    """Make the archived copy in ``folder`` look trained on another machine from other base weights."""
+    meta = json.loads((folder / ARCHIVED).read_text())
+    meta.update(base_weights_sha256=digest, machine={**meta["machine"], "cpu_vendor": vendor})
+    (folder / ARCHIVED).write_text(json.dumps(meta))
+    fe = json.loads((folder / "final_eval.json").read_text())
+    fe["correct"] = [not c for c in fe["correct"]]  # its own per-item results
+    (folder / "final_eval.json").write_text(json.dumps(fe))
+    meta["results_sha256"] = hashlib.sha256((folder / "final_eval.json").read_bytes()).hexdigest()
+    (folder / ARCHIVED).write_text(json.dumps(meta))
+    return meta
+
+
+def test_a_run_from_another_machine_is_kept_as_a_replicate_never_replaced(trained, tmp_path):
     import shutil
 
     cfg, _, root, _ = trained
     key = run_key(cfg, 0)
     archive = tmp_path / "archive"
     shutil.copytree(root / "archive", archive)
-    marker = archive / key / ARCHIVED
-    meta = json.loads(marker.read_text())
-    archived_bytes = (archive / key / "final_eval.json").read_bytes()
-    marker.write_text(json.dumps({**meta, "base_weights_sha256": "0" * 64}))  # as if trained on another machine
-    with pytest.raises(ValueError, match=f"not archived.*{key} \\(archived from base weights 000000000000"):
-        archive_runs(root / "store", archive)
-    assert json.loads(marker.read_text())["base_weights_sha256"] == "0" * 64  # left as it was
-    assert (archive / key / "final_eval.json").read_bytes() == archived_bytes
-    marker.write_text(json.dumps(meta))  # the same base: replaced as before
+    meta = json.loads((archive / key / ARCHIVED).read_text())
+    assert meta["machine"]["cpu_vendor"] and meta["machine"]["torch"].startswith("2.")
+    assert "torch_threads" in meta["machine"] and "cpu_isa" in meta["machine"]
+    other = _as_other_machine(archive / key)
+    other_bytes = (archive / key / "final_eval.json").read_bytes()
+    assert archive_runs(root / "store", archive) == [key]  # the store's run, from its own base: a second replicate
+    found = replicates(archive, key)
+    assert [m["base_weights_sha256"] for _, _, m in found] == ["0" * 64, meta["base_weights_sha256"]]
+    assert (archive / key / "final_eval.json").read_bytes() == other_bytes  # the first one is left as it was
+    rid = found[1][0]
+    assert rid.startswith(f"{ {'AuthenticAMD': 'amd', 'GenuineIntel': 'intel'}.get(meta['machine']['cpu_vendor'], 'other')}-")
+    assert (archive / key / REPLICATES / rid / "final_eval.json").is_file()
+    # archiving the same replicate again refreshes it in place, it adds nothing
     assert archive_runs(root / "store", archive) == [key]
+    assert len(replicates(archive, key)) == 2
+    # restoring takes the replicate from this machine's base, whichever folder holds it
+    base = E.resolve_model_path(cfg)
+    out = restore_runs([(cfg, 0, tmp_path / "s" / key, base)], archive)
+    assert out == {key: f"restored replicate {rid}"}
+    assert (tmp_path / "s" / key / "final_eval.json").read_bytes() == (root / "store" / key /
+                                                                       "final_eval.json").read_bytes()
+    assert restorable(cfg, 0, archive, key, weights_digest(base))
+    assert not restorable(cfg, 0, archive, key, "1" * 64) and not restorable(cfg, 1, archive, key, "0" * 64)
+
+
+def test_a_replicate_from_a_committed_base_becomes_the_reference(trained, tmp_path, monkeypatch):
+    import shutil
+
+    from dgro_lib.models.committed import BASES_ENV, commit_base
+
+    cfg, _, root, _ = trained
+    key = run_key(cfg, 0)
+    archive = tmp_path / "archive"
+    shutil.copytree(root / "archive", archive)
+    _as_other_machine(archive / key, digest="2" * 64)
+    base = E.resolve_model_path(cfg)
+    commit_base("ci", Path(base), tmp_path / "bases")  # this store's base is the committed one
+    monkeypatch.setenv(BASES_ENV, str(tmp_path / "bases"))
+    archive_runs(root / "store", archive)
+    found = replicates(archive, key)
+    assert found[0][0] == "reference" and found[0][2]["base_weights_sha256"] == weights_digest(base)
+    assert [m["base_weights_sha256"] for _, _, m in found[1:]] == ["2" * 64]  # the old reference, kept
+    assert E.restore_runs([(cfg, 0, tmp_path / "s" / key, base)], archive) == {key: "restored"}
+
+
+def test_base_evaluations_are_archived_per_base_digest_and_restored(trained, tmp_path, monkeypatch):
+    from dgro_lib.archive import BASE_EVALS, archive_base_evals, restore_base_eval
+
+    cfg, _, root, _ = trained
+    stored = sorted((root / "store" / "base").glob("*.json"))
+    assert stored  # the greedy and the sampled protocol of the base
+    base = E.resolve_model_path(cfg)
+    digest = weights_digest(base)[:16]
+    for p in stored:
+        assert (root / "archive" / BASE_EVALS / p.stem / f"{digest}.json").is_file()
+    assert archive_base_evals(root / "store", root / "archive") == []  # the same numbers: nothing added
+    # a fresh store restores them instead of evaluating the base again
+    monkeypatch.setattr(E, "_evaluate_base", lambda *a, **k: pytest.fail("evaluated an archived base evaluation"))
+    again = E.run_experiment(cfg, tmp_path / "exp", workers=1, store=tmp_path / "store", archive=root / "archive",
+                             evaluations=[SAMPLED])
+    for p in stored:
+        got = json.loads((tmp_path / "store" / "base" / p.name).read_text())
+        want = json.loads(p.read_text())
+        assert got == want | {"model_path": base}
+    assert again.base["correct"] == json.loads(stored[0].read_text())["correct"] or len(stored) > 1
+    # another base's weights find nothing to restore
+    assert not restore_base_eval(str(tmp_path), tmp_path / "x" / "base" / stored[0].name, root / "archive")

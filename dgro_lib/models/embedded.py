@@ -32,12 +32,13 @@ from dgro_lib.data.kk import NAME_ORDERS
 from dgro_lib.data.math_worked import WORKED_KINDS
 from dgro_lib.data.trace import STYLES, TRACE_VERSION
 
+from .committed import check_matches_committed, committed_base, install_committed
 from .loading import load_model
 from .tokenizer import build_embedded_tokenizer, build_math_tokenizer
 from .supervised import warmup
 
 __all__ = ["EmbeddedModelConfig", "EMBEDDED_PRESETS", "config_hash", "build_tiny_model", "embedded_tokenizer",
-           "get_embedded_base_model"]
+           "get_embedded_base_model", "preset_names"]
 
 # Bump when the tokenizer, model construction or warm-up loop changes what a cfg builds
 # (the embedded-model cache is keyed on it, together with the cfg and the trace version).
@@ -332,25 +333,44 @@ def _versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
+def preset_names(cfg: EmbeddedModelConfig) -> list[str]:
+    """The preset names whose recipe ``cfg`` is (usually one; empty for a config that is no preset)."""
+    return [name for name, preset in EMBEDDED_PRESETS.items() if preset == cfg]
+
+
 def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: str | Path = "outputs/models", *,
-                            force: bool = False, progress: bool = True) -> Path:
-    """Build + warm up + save the embedded model, or reuse the cached one; returns its directory.
+                            force: bool = False, progress: bool = True, committed: bool = True) -> Path:
+    """The embedded model's directory: cached, else copied from its committed base, else built and warmed up.
 
     The directory ``cache_dir/<arch>-<config_hash(cfg)>`` holds ``save_pretrained`` model and tokenizer
-    files plus ``embedded.json`` (cfg, warm-up stats, library versions). Concurrent builders of the same
-    cfg serialize on a file lock; a build is written to a temporary directory and renamed into place,
-    so a crash never leaves a half-written model that looks complete. ``cfg`` may be a preset name.
+    files plus ``embedded.json`` (cfg, warm-up stats, library versions). When ``committed`` and the recipe has a
+    committed base (:mod:`.committed`, ``reference/bases/<preset>/``), that copy is installed instead of a build, and
+    a cached model of that recipe must hold the committed weights (an error naming both digests otherwise).
+    ``force`` or ``committed=False`` builds this stage from its recipe (:mod:`dgro_lib.rebuild_base`); with
+    ``committed=False`` an uncached stage it continues from is built too. Concurrent builders of the same cfg serialize on a file lock; a build is written
+    to a temporary directory and renamed into place, so a crash never leaves a half-written model that looks
+    complete. ``cfg`` may be a preset name.
     """
     cfg = _resolve_cfg(cfg)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     final = cache_dir / f"{cfg.arch}-{config_hash(cfg)}"
     marker = final / "embedded.json"
+    pinned = committed_base(preset_names(cfg), config_hash(cfg)) if committed and not force else None
     if marker.exists() and not force:
+        if pinned is not None:
+            check_matches_committed(pinned, final)
         return final
     with FileLock(str(final) + ".lock"):
         if marker.exists() and not force:  # another process built it while we waited
+            if pinned is not None:
+                check_matches_committed(pinned, final)
             return final
+        if pinned is not None:
+            if progress:
+                print(f"[embedded] {cfg.arch}-{config_hash(cfg)}: the committed base {pinned['path']} "
+                      f"(weights sha256 {pinned['weights_sha256'][:12]}), not rebuilt", flush=True)
+            return install_committed(pinned, final)
         if cfg.continue_from is None:
             tokenizer = embedded_tokenizer(cfg)
             model = build_tiny_model(cfg, tokenizer=tokenizer)
@@ -360,7 +380,8 @@ def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: s
             if diff:
                 raise ValueError(f"continue_from={cfg.continue_from!r}: architecture fields differ from the parent's: "
                                  + ", ".join(f"{f} {getattr(cfg, f)!r} != {getattr(parent, f)!r}" for f in diff))
-            model, tokenizer = load_model(get_embedded_base_model(parent, cache_dir, progress=progress))
+            model, tokenizer = load_model(get_embedded_base_model(parent, cache_dir, progress=progress,
+                                                                  committed=committed))
         stats = warmup(model, tokenizer, cfg, progress=progress)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=cache_dir))
         try:
@@ -376,4 +397,3 @@ def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: s
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return final
-

@@ -10,6 +10,8 @@ docs/embedded-model.md has what each recipe measured.
 
 from __future__ import annotations
 
+import dataclasses
+
 import random
 import time
 from dataclasses import dataclass
@@ -29,7 +31,7 @@ from dgro_lib.tasks import get_task
 if TYPE_CHECKING:  # annotations only: embedded.py builds on this module
     from .embedded import EmbeddedModelConfig
 
-__all__ = ["warmup", "warmup_records", "heldout_records", "copy_drill_text", "statement_drill_text"]
+__all__ = ["warmup", "warmup_records", "heldout_records", "warmup_heldout", "copy_drill_text", "statement_drill_text"]
 
 # Training puzzles use seeds cfg.seed * 1000 + p; held-out ones this base + p (and are deduplicated
 # against training by statement tree, since 2-3 person puzzle streams can collide).
@@ -147,6 +149,13 @@ def _math_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
 
 
 _CORPORA: dict[str, Callable[[EmbeddedModelConfig], _Corpus]] = {"kk": _kk_corpus, "math": _math_corpus}
+
+
+def warmup_heldout(cfg: EmbeddedModelConfig, n: int) -> list[tuple[str, list[dict], int]]:
+    """The held-out records a warm-up of ``cfg`` evaluates on, ``n`` per group: ``[(key, records, max_new_tokens)]``
+    (K&K: one entry per ``cfg.eval_people``, none of them a warm-up puzzle; math: reserved problems of
+    ``cfg.math_kinds``)."""
+    return _CORPORA[cfg.task](dataclasses.replace(cfg, eval_puzzles=n)).heldout()
 
 
 def copy_drill_text(rng: random.Random, *, people: Sequence[int] = (2, 3, 4, 5)) -> str:
