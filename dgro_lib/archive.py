@@ -42,21 +42,37 @@ from filelock import FileLock
 from .config import ExperimentConfig, config_to_dict
 from .manifest import git_info, machine_info, write_json
 from .models.committed import committed_bases, weights_digest
+from .paths import OUTPUTS, REPO
 from .runstore import config_diff
 
 __all__ = ["ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
-"""Environment variable naming the archive folder that :func:`dgro_lib.experiment.run_experiment` restores from."""
+"""Environment variable naming the archive folder that :func:`dgro_lib.experiment.run_experiment` restores from;
+``none`` restores nothing (``python -m dgro_lib.reproduce --retrain`` sets it). Unset, a profile's run store
+``outputs/<profile>/runs`` restores from ``reference/<profile>/runs`` (so a notebook opened in JupyterLab reads the
+archived runs as ``make reproduce`` does), and any other store from nothing."""
 ARCHIVED = "archived.json"
 """The marker an archived (and a restored) run folder carries: its base model's identity and weights digest."""
 
 
-def archive_from_env() -> Path | None:
-    """The archive folder named by ``DGRO_RUN_ARCHIVE`` (None when unset or empty)."""
+def archive_from_env(store: str | Path | None = None) -> Path | None:
+    """The archive a run store restores from: the folder named by ``DGRO_RUN_ARCHIVE``; None when it says ``none``;
+    unset, ``reference/<profile>/runs`` for the profile store ``outputs/<profile>/runs`` (when it exists), else
+    None."""
     value = os.environ.get(ARCHIVE_ENV, "")
-    return Path(value) if value else None
+    if value.lower() == "none":
+        return None
+    if value:
+        return Path(value)
+    if store is None:
+        return None
+    store = Path(store).resolve()
+    if store.name == "runs" and store.parent.parent == OUTPUTS.resolve():
+        default = REPO / "reference" / store.parent.name / "runs"
+        return default if default.is_dir() else None
+    return None
 
 
 def _result_files(run_dir: Path) -> list[Path]:

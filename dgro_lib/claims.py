@@ -9,6 +9,7 @@ repository keeps a reference copy of each notebook's outputs under ``reference/<
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -18,7 +19,8 @@ import pandas as pd
 from .manifest import atomic_write
 from .paths import REPO
 
-__all__ = ["REFERENCE", "write_claims", "paired_claims", "compare_claims", "format_comparison", "save_reference"]
+__all__ = ["REFERENCE", "write_claims", "paired_claims", "compare_claims", "format_comparison", "save_reference",
+           "compare_replicates"]
 
 REFERENCE = REPO / "reference"
 # What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
@@ -51,7 +53,8 @@ TOLERANCE = 2.0
 
 def compare_claims(out_dir: str | Path, reference_dir: str | Path, *, tolerance: float = TOLERANCE) -> pd.DataFrame:
     """One row per claim of either side: the new value, the reference value, the spread used (the larger of the two
-    sides' spreads) and ``status``: ``within`` (|new - reference| <= tolerance x spread), ``OUTSIDE``, ``no spread``
+    sides' spreads) and ``status``: ``identical`` (the same number to the last bit), ``within`` (|new - reference| <=
+    tolerance x spread), ``OUTSIDE``, ``no spread``
     (neither side has one: compared by eye), ``new only`` or ``reference only``."""
     new = pd.read_csv(Path(out_dir) / "claims.csv").set_index("claim")
     ref = pd.read_csv(Path(reference_dir) / "claims.csv").set_index("claim")
@@ -65,7 +68,8 @@ def compare_claims(out_dir: str | Path, reference_dir: str | Path, *, tolerance:
             continue
         spread = pd.Series([new.loc[claim, "spread"], ref.loc[claim, "spread"]]).max()  # NaN-skipping
         diff = abs(new.loc[claim, "value"] - ref.loc[claim, "value"])
-        status = "no spread" if pd.isna(spread) else ("within" if diff <= tolerance * spread else "OUTSIDE")
+        status = ("identical" if new.loc[claim, "value"] == ref.loc[claim, "value"] else "no spread"
+                  if pd.isna(spread) else "within" if diff <= tolerance * spread else "OUTSIDE")
         rows.append({"claim": claim, "value": new.loc[claim, "value"], "reference": ref.loc[claim, "value"],
                      "spread": spread, "status": status})
     table = pd.DataFrame(rows)
@@ -96,3 +100,51 @@ def save_reference(out_dir: str | Path, reference_dir: str | Path) -> list[Path]
             shutil.copy2(f, reference_dir / f.name)
             copied.append(reference_dir / f.name)
     return copied
+
+
+def compare_replicates(archive: str | Path, runs_csv: str | Path, *, other: str | None = None) -> pd.DataFrame:
+    """The reference replicates of a notebook's runs (``runs.csv``) against another replicate of each, from the run
+    archive (:func:`dgro_lib.archive.replicates`): one row per sweep point (arm) with both sides' greedy held-out
+    accuracy over seeds (mean, s.d., seeds), the difference of the means in points, its standard error from the
+    seed spread (sqrt(s_a^2 / n_a + s_b^2 / n_b), in points), the fraction of held-out items with the same
+    correctness run by run, and ``status``: ``identical`` (every per-item result bit-equal), ``consistent``
+    (|difference| <= 1.96 x its standard error), ``differs``, or ``no replicate``.
+
+    ``other`` picks the replicate by id prefix (e.g. ``intel``); by default the first one that is not the
+    reference. Both sides of one arm must have the same seeds; a seed with only one side is left out of both.
+    This is the seed-level check of a reproduction on another machine; the training run is the unit, so it is
+    only as sharp as the seed count allows."""
+    from .archive import replicates  # torch-free, but keeps this module's import light
+
+    runs = pd.read_csv(runs_csv, dtype={"key": str})
+    per_run = []
+    for r in runs.itertuples():
+        found = replicates(archive, r.key)
+        ref = next((f for f in found if f[0] == "reference"), None)
+        alt = next((f for f in found if f[0] != "reference" and (other is None or f[0].startswith(other))), None)
+        row = {"sweep_point": r.sweep_point, "seed": r.seed, "key": r.key}
+        if ref is None or alt is None:
+            per_run.append(row | {"paired": False})
+            continue
+        ea, eb = (json.loads((f[1] / "final_eval.json").read_text()) for f in (ref, alt))
+        same = sum(x == y for x, y in zip(ea["correct"], eb["correct"])) / max(len(ea["correct"]), 1)
+        per_run.append(row | {"paired": True, "a": ea["summary"]["accuracy"], "b": eb["summary"]["accuracy"],
+                              "identical": ref[2]["results_sha256"] == alt[2]["results_sha256"],
+                              "same_items": same, "other": alt[0]})
+    table = pd.DataFrame(per_run)
+    rows = []
+    for point, g in table.groupby("sweep_point", sort=False):
+        g = g[g["paired"]] if "paired" in g else g.iloc[:0]
+        if g.empty:
+            rows.append({"sweep_point": point, "seeds": 0, "status": "no replicate"})
+            continue
+        n = len(g)
+        sd_a, sd_b = (g[c].std(ddof=1) if n > 1 else math.nan for c in ("a", "b"))
+        diff = 100 * (g["b"].mean() - g["a"].mean())
+        se = 100 * math.sqrt(sd_a ** 2 / n + sd_b ** 2 / n) if n > 1 else math.nan
+        status = ("identical" if g["identical"].all() else "consistent" if n > 1 and abs(diff) <= 1.96 * se
+                  else "differs")
+        rows.append({"sweep_point": point, "seeds": n, "reference_mean": g["a"].mean(), "reference_sd": sd_a,
+                     "other_mean": g["b"].mean(), "other_sd": sd_b, "diff_points": diff, "se_points": se,
+                     "same_items": g["same_items"].mean(), "other": g["other"].iloc[0], "status": status})
+    return pd.DataFrame(rows)

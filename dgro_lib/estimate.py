@@ -84,6 +84,8 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
     store = output_root / profile / "runs"
     rate, measured = seconds_per_token(store)
     rows, warmups, digests = [], set(), {}
+    planned: set[str] = set()
+    fate: dict[str, str] = {}  # run key -> "store", "archive" or "train": a run shared by notebooks counts once
     for name in names:
         cfg = load_config(find_params(name, profile))
         runs = expand_sweep(cfg) if cfg.kind == "train" else []
@@ -92,6 +94,7 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
             run_dir = store / run_key(concrete, seed)
             if (run_dir / "final_eval.json").exists():
                 done += 1
+                fate.setdefault(run_dir.name, "store")
                 continue
             if archive is not None:
                 ident = (concrete.model.path, concrete.model.embedded_preset, concrete.model.cache_dir)
@@ -99,7 +102,11 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
                     digests[ident] = expected_base_digest(concrete)
                 if restorable(concrete, seed, archive, run_dir.name, digests[ident]):
                     done, archived = done + 1, archived + 1
+                    fate.setdefault(run_dir.name, "archive")
                     continue
+            if fate.setdefault(run_dir.name, "train") == "train" and run_dir.name in planned:
+                continue  # an earlier notebook of the plan trains it
+            planned.add(run_dir.name)
             ckpt = latest_checkpoint(run_dir / "trainer")
             left = concrete.train.max_steps - (int(ckpt.rsplit("-", 1)[-1]) if ckpt else 0)
             steps_left += left
@@ -112,7 +119,8 @@ def plan_profile(profile: str, names: list[str], output_root: Path, *, archive: 
                      "steps_left": steps_left,
                      "minutes": round((seconds / max(cfg.workers, 1) + warm) / 60, 1)})
     out = pd.DataFrame(rows)
-    out.attrs.update(seconds_per_token=rate, measured_runs=measured)
+    out.attrs.update(seconds_per_token=rate, measured_runs=measured,
+                     unique={k: sum(v == k for v in fate.values()) for k in ("store", "archive", "train")})
     return out
 
 
@@ -126,8 +134,8 @@ def format_plan(plan: pd.DataFrame, profile: str) -> str:
         from_archive = f" ({r.archived} in the run archive)" if r.archived else ""
         lines.append(f"[reproduce]   {r.notebook:32s} {r.finished}/{r.runs} runs finished{from_archive}, "
                      f"{r.steps_left} steps left, ~{r.minutes} min")
-    n_runs, n_done, n_arch = int(plan["runs"].sum()), int(plan["finished"].sum()), int(plan["archived"].sum())
-    lines.append(f"[reproduce]   {n_arch} run(s) to restore from the run archive, {n_done - n_arch} already in the "
-                 f"store, {n_runs - n_done} to train here (~{plan['minutes'].sum():.0f} min of training and warm-up; "
-                 "evaluation not included)")
+    u = plan.attrs.get("unique", {})
+    lines.append(f"[reproduce]   {u.get('archive', 0)} run(s) to restore from the run archive, {u.get('store', 0)} "
+                 f"already in the store, {u.get('train', 0)} to train here (~{plan['minutes'].sum():.0f} min of "
+                 "training and warm-up; evaluation not included; a run shared by notebooks counted once)")
     return "\n".join(lines)

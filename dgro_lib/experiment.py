@@ -142,7 +142,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     models' evaluations are jobs of the same pool, queued after the runs, so that no core waits while another
     evaluates. A later :func:`evaluate_runs` with the same arguments reads them back from the store.
 
-    ``archive`` (default: the folder named by ``DGRO_RUN_ARCHIVE``, unset = none) is a run archive
+    ``archive`` (default: :func:`~dgro_lib.archive.archive_from_env`: ``DGRO_RUN_ARCHIVE``, else
+    ``reference/<profile>/runs`` for a profile's store ``outputs/<profile>/runs``) is a run archive
     (:mod:`dgro_lib.archive`): a run the store lacks is restored from it, instead of trained, when the archive holds
     the same run from the same base weights. ``runs.csv``'s ``from_archive`` column says which runs were.
     """
@@ -163,7 +164,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
         ident = _model_identity(concrete, base_path[run_dir])
         base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
-    archive = Path(archive) if archive is not None else archive_from_env()
+    archive = Path(archive) if archive is not None else archive_from_env(store)
     restored = {}
     if archive is not None:
         restored = restore_runs([(c, s, d, base_path[d]) for c, s, d, _, _ in jobs], archive)
@@ -273,7 +274,7 @@ def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[di
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
         if not path.exists() and path.parent.name == BASE_EVALS:  # a base evaluation the run archive may hold
-            restore_base_eval(model_path, path, archive_from_env())
+            restore_base_eval(model_path, path, archive_from_env(path.parent.parent))
         if not path.exists():
             write_json(path, _evaluate_base(ecfg, model_path, records, protocol))
     return json.loads(path.read_text())
@@ -386,3 +387,35 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
         saved = _stored_evaluation(*target)
         rows.append({"run": name, **tags, **saved["summary"], "correct": saved["correct"]})
     return pd.DataFrame(rows)
+
+
+def base_model_tables(cfg: ExperimentConfig, store: str | Path, *, prompts: int, samples: int,
+                      temperature: float = 1.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The base model's greedy accuracy per people count (:func:`~dgro_lib.evaluate.accuracy.greedy_accuracy_by_people`)
+    and its per-puzzle sampled success rates (:func:`~dgro_lib.evaluate.accuracy.sampled_success_by_people`, the
+    first ``prompts`` puzzles of each count, ``samples`` samples each) on ``cfg``'s held-out puzzles.
+
+    Computed once per base model, protocol and puzzles and kept in the run store (``store/base/<key>.json``), so
+    the run archive carries it to another machine like any base evaluation (a fresh clone reads it instead of
+    sampling the base again); returns ``(greedy, rates)``."""
+    from .evaluate.accuracy import greedy_accuracy_by_people, sampled_success_by_people
+
+    model_path = resolve_model_path(cfg)
+    records = load_eval_records(cfg)
+    protocol = {"tables": "greedy by people + sampled success rates", "people": list(cfg.data.eval_people),
+                "template": cfg.data.template, "max_new_tokens": cfg.eval.max_new_tokens,
+                "batch_size": cfg.eval.batch_size, "prompts": prompts, "samples": samples,
+                "temperature": temperature}
+    path = Path(store) / BASE_EVALS / f"{base_eval_key(_model_identity(cfg, model_path), protocol, records)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        restore_base_eval(model_path, path, archive_from_env(store))
+        if not path.exists():  # the notebook's own thread count, as before the tables were stored
+            model, tokenizer = load_model(model_path)
+            greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
+            rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=prompts, samples=samples,
+                                              temperature=temperature)
+            write_json(path, {"greedy": greedy.to_dict("records"), "rates": rates.to_dict("records"),
+                              "protocol": protocol, "model_path": str(model_path)})
+    stored = json.loads(path.read_text())
+    return pd.DataFrame(stored["greedy"]), pd.DataFrame(stored["rates"])

@@ -105,10 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.retrain and args.reuse_archived_runs:
         parser.error("--retrain and --reuse-archived-runs contradict each other")
     reuse = not args.retrain
-    if reuse:
-        os.environ[ARCHIVE_ENV] = str(archive)  # inherited by the notebooks' kernels
-    else:
-        os.environ.pop(ARCHIVE_ENV, None)
     if args.dry_run:
         try:
             dry_run(args.profile)
@@ -135,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for n in skipped:
         print(f"[reproduce] skip {n}: no params/{args.profile}/{n}.yaml", flush=True)
+    if reuse:
+        os.environ[ARCHIVE_ENV] = str(archive)  # inherited by the notebooks' kernels
+    else:
+        os.environ[ARCHIVE_ENV] = "none"  # the notebooks would otherwise restore from the default archive
     plan = plan_profile(args.profile, runnable, OUTPUTS, archive=archive if reuse else None)
     print(format_plan(plan, args.profile), flush=True)
     timings = {}
@@ -143,11 +143,14 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         executed = run_notebook(n, args.profile)
         timings[n] = time.time() - t0
-        print(f"[reproduce] {n}: {timings[n] / 60:.1f} min -> {executed.parent}", flush=True)
+        runs_csv = executed.parent / "runs.csv"
+        used = pd.read_csv(runs_csv) if runs_csv.is_file() else None
+        how = ("" if used is None else f", {int(used['from_archive'].sum())} of {len(used)} run(s) restored from the "
+               "run archive")
+        print(f"[reproduce] {n}: {timings[n] / 60:.1f} min{how} -> {executed.parent}", flush=True)
         reference = REFERENCE / args.profile / n
         if args.save_reference:
             copied = save_reference(executed.parent, reference)
-            runs_csv = executed.parent / "runs.csv"
             keys = pd.read_csv(runs_csv, dtype={"key": str})["key"].tolist() if runs_csv.is_file() else []
             archive_runs(OUTPUTS / args.profile / "runs", archive, keys)
             print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}, its {len(keys)} "

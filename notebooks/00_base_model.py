@@ -37,8 +37,8 @@ from pathlib import Path
 from dgro_lib.analysis import base_model_claims, base_model_info, base_model_summary
 from dgro_lib.claims import write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.evaluate.accuracy import greedy_accuracy_by_people, sampled_success_by_people
-from dgro_lib.inputs import load_eval_records, resolve_model_path
+from dgro_lib.experiment import base_model_tables
+from dgro_lib.inputs import resolve_model_path
 from dgro_lib.models import load_model
 from dgro_lib.plots import save_figure, success_rate_histogram
 
@@ -56,8 +56,10 @@ print(json.dumps(base_model_info(path, model, tokenizer), indent=1)[:3000])
 # (`dgro_lib.rewards.kk.check_format`); a correct answer needs it, so it bounds the accuracy from above.
 
 # %%
-records = load_eval_records(cfg)
-greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
+# both tables (this one and the sampled one below) are computed once per base model and kept in the run store,
+# which the run archive carries: a fresh clone reads them instead of sampling the base again
+greedy, rates = base_model_tables(cfg, out.parent / "runs", prompts=cfg.extra["sample_prompts"],
+                                  samples=cfg.extra["samples_per_prompt"])
 greedy
 
 # %% [markdown]
@@ -66,8 +68,6 @@ greedy
 # A puzzle solved by none (or all) of its samples gives a group with zero reward variance: no learning signal.
 
 # %%
-rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=cfg.extra["sample_prompts"],
-                                  samples=cfg.extra["samples_per_prompt"])
 summary = base_model_summary(greedy, rates)
 summary.to_csv(out / "base_model_accuracy.csv", index=False)
 write_claims(out, base_model_claims(summary))  # what `make reproduce` compares with the reference results

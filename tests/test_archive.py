@@ -221,3 +221,75 @@ def test_base_evaluations_are_archived_per_base_digest_and_restored(trained, tmp
     assert again.base["correct"] == json.loads(stored[0].read_text())["correct"] or len(stored) > 1
     # another base's weights find nothing to restore
     assert not restore_base_eval(str(tmp_path), tmp_path / "x" / "base" / stored[0].name, root / "archive")
+
+
+def _fake_replicate(folder, correct, digest, vendor):
+    folder.mkdir(parents=True)
+    body = json.dumps({"summary": {"accuracy": sum(correct) / len(correct)}, "correct": correct})
+    (folder / "final_eval.json").write_text(body)
+    (folder / "manifest.json").write_text("{}")
+    (folder / ARCHIVED).write_text(json.dumps({
+        "base_weights_sha256": digest, "results_sha256": hashlib.sha256(body.encode()).hexdigest(),
+        "machine": {"cpu_vendor": vendor}}))
+
+
+def test_replicates_compare_by_seed_spread_identical_consistent_or_differs(tmp_path):
+    import random
+
+    from dgro_lib.claims import compare_replicates
+
+    rng = random.Random(0)
+    rows = []
+    # arm A: the other machine's replicates are bit-equal; B: other runs of the same accuracy; C: 30 points lower
+    for arm, shift in (("A", None), ("B", 0.0), ("C", -0.3)):
+        for seed in range(3):
+            key = f"{arm}{seed}"
+            p = 0.5 + 0.05 * seed
+            ref = [rng.random() < p for _ in range(400)]
+            _fake_replicate(tmp_path / "archive" / key, ref, "a" * 64, "AuthenticAMD")
+            alt = ref if shift is None else [rng.random() < p + shift for _ in range(400)]
+            _fake_replicate(tmp_path / "archive" / key / REPLICATES / f"intel-{seed}", alt, "b" * 64, "GenuineIntel")
+            rows.append({"run": key, "seed": seed, "key": key, "sweep_point": json.dumps({"arm": arm})})
+    rows.append({"run": "D0", "seed": 0, "key": "D0", "sweep_point": json.dumps({"arm": "D"})})  # never archived
+    pd.DataFrame(rows).to_csv(tmp_path / "runs.csv", index=False)
+    table = compare_replicates(tmp_path / "archive", tmp_path / "runs.csv").set_index("sweep_point")
+    status = {json.loads(k)["arm"]: v for k, v in table["status"].items()}
+    assert status == {"A": "identical", "B": "consistent", "C": "differs", "D": "no replicate"}
+    a = table.loc[json.dumps({"arm": "A"})]
+    assert a["diff_points"] == 0 and a["same_items"] == 1 and a["seeds"] == 3
+    c = table.loc[json.dumps({"arm": "C"})]
+    assert c["diff_points"] < -20 and abs(c["diff_points"]) > 1.96 * c["se_points"]
+    # the seed spread, not the item count, sets the standard error (seeds at 50 / 55 / 60 %)
+    b = table.loc[json.dumps({"arm": "B"})]
+    assert b["se_points"] > 2.5 and b["other"].startswith("intel")
+
+
+def test_a_profile_store_restores_from_its_reference_archive_by_default(monkeypatch, tmp_path):
+    """A notebook opened in JupyterLab (no DGRO_RUN_ARCHIVE) reads the archived runs as make reproduce does;
+    ``none`` (make reproduce RETRAIN=1) and a store outside outputs/<profile>/ restore nothing."""
+    from dgro_lib.archive import ARCHIVE_ENV, archive_from_env
+    from dgro_lib.paths import OUTPUTS, REPO
+
+    monkeypatch.delenv(ARCHIVE_ENV, raising=False)
+    assert archive_from_env(OUTPUTS / "cpu" / "runs") == REPO / "reference" / "cpu" / "runs"
+    assert archive_from_env(tmp_path / "runs") is None and archive_from_env() is None
+    assert archive_from_env(OUTPUTS / "no_such_profile" / "runs") is None
+    monkeypatch.setenv(ARCHIVE_ENV, "none")
+    assert archive_from_env(OUTPUTS / "cpu" / "runs") is None
+    monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path))
+    assert archive_from_env(OUTPUTS / "cpu" / "runs") == tmp_path
+
+
+def test_the_base_model_notebook_tables_are_stored_once_and_restored(tmp_path, monkeypatch):
+    from dgro_lib.archive import ARCHIVE_ENV, archive_base_evals
+
+    cfg = apply_overrides(load_config(find_params("00_base_model", "ci")), {"data.n_eval": 4})
+    greedy, rates = E.base_model_tables(cfg, tmp_path / "a" / "runs", prompts=2, samples=2)
+    assert list(greedy["people"]) == list(cfg.data.eval_people) and len(rates) == 2 * len(cfg.data.eval_people)
+    assert archive_base_evals(tmp_path / "a" / "runs", tmp_path / "archive")
+    monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "archive"))
+    monkeypatch.setattr("dgro_lib.evaluate.accuracy.greedy_accuracy_by_people",
+                        lambda *a, **k: pytest.fail("evaluated an archived base"))
+    g2, r2 = E.base_model_tables(cfg, tmp_path / "b" / "runs", prompts=2, samples=2)
+    pd.testing.assert_frame_equal(g2, greedy)
+    pd.testing.assert_frame_equal(r2, rates)
