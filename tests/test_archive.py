@@ -147,9 +147,12 @@ def _as_other_machine(folder, digest="0" * 64, vendor="GenuineIntel"):
     return meta
 
 
-def test_a_run_from_another_machine_is_kept_as_a_replicate_never_replaced(trained, tmp_path):
+def test_a_run_from_another_machine_is_kept_as_a_replicate_never_replaced(trained, tmp_path, monkeypatch):
     import shutil
 
+    from dgro_lib.models.committed import BASES_ENV
+
+    monkeypatch.setenv(BASES_ENV, "none")  # neither side's base is committed: the first archived stays the reference
     cfg, _, root, _ = trained
     key = run_key(cfg, 0)
     archive = tmp_path / "archive"

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dgro_lib.manifest import atomic_write
 from dgro_lib.paths import REPO
 
 __all__ = ["BASES", "BASE_RECORD", "BASES_ENV", "weights_digest", "bases_root", "committed_base", "committed_bases",
@@ -166,7 +167,8 @@ def commit_base(preset: str, built: Path, root: Path | None = None, *, extra: di
         for f in sorted(built.iterdir()):
             if f.is_file():
                 shutil.copyfile(f, tmp / f.name)
-        (tmp / BASE_RECORD).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+        atomic_write(tmp / BASE_RECORD, lambda tmp: tmp.write_text(text))
         if dest.exists():
             shutil.rmtree(dest)
         os.rename(tmp, dest)
