@@ -180,7 +180,9 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
         same = [(rid, folder) for rid, folder, m in existing
                 if (m["base_weights_sha256"], m["results_sha256"]) == (meta["base_weights_sha256"],
                                                                        meta["results_sha256"])]
-        if same:
+        if same:  # the same replicate again (e.g. with a new evaluation): it keeps when it was first archived
+            first = next(m for rid, _, m in existing if rid == same[0][0])
+            meta = {**meta, **{k: first[k] for k in ("archived", "archived_at_commit") if k in first}}
             _replace_dir(same[0][1], run_dir, meta)
         elif not existing:
             _replace_dir(top, run_dir, meta)
