@@ -118,25 +118,32 @@ def _check_record(meta: dict[str, Any], folder: Path) -> None:
             f"records {meta['weights_sha256']}: the committed base is damaged (git checkout it again)")
 
 
-def install_committed(meta: dict[str, Any], final: Path) -> Path:
-    """Copy the committed base ``meta`` into the cache folder ``final`` (through a temporary sibling, renamed into
-    place), after checking the committed files against their digest and the copy against it again."""
-    src = Path(meta["path"])
-    _check_record(meta, src)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+def _copy_folder(src: Path, dest: Path, *, finish=None) -> Path:
+    """``dest`` becomes a copy of ``src``'s files (not :data:`BASE_RECORD`), whole or not at all: copied into a
+    temporary sibling, ``finish(tmp)`` run on it (a check, or a record to add), then renamed into place. Files are
+    copied without their permission bits, so a read-only checkout still gives a writable cache."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
         for f in sorted(src.iterdir()):
             if f.is_file() and f.name != BASE_RECORD:
-                shutil.copyfile(f, tmp / f.name)  # not copy2: a read-only checkout must give a writable cache
-        _check_record(meta, tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
+                shutil.copyfile(f, tmp / f.name)
+        if finish is not None:
+            finish(tmp)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return final
+    return dest
+
+
+def install_committed(meta: dict[str, Any], final: Path) -> Path:
+    """Copy the committed base ``meta`` into the cache folder ``final`` (through a temporary sibling, renamed into
+    place), after checking the committed files against their digest and the copy against it again."""
+    _check_record(meta, Path(meta["path"]))
+    return _copy_folder(Path(meta["path"]), final, finish=lambda tmp: _check_record(meta, tmp))
 
 
 def check_matches_committed(meta: dict[str, Any], cached: Path) -> None:
@@ -160,19 +167,6 @@ def commit_base(preset: str, built: Path, root: Path | None = None, *, extra: di
             "weights_sha256": weights_digest(built),
             "files": {f.name: f.stat().st_size for f in sorted(built.iterdir()) if f.is_file()},
             **(extra or {})}
-    dest = root / preset
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{preset}.tmp-", dir=dest.parent))
-    try:
-        for f in sorted(built.iterdir()):
-            if f.is_file():
-                shutil.copyfile(f, tmp / f.name)
-        text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
-        atomic_write(tmp / BASE_RECORD, lambda tmp: tmp.write_text(text))
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dest
+    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    return _copy_folder(built, root / preset,
+                        finish=lambda tmp: atomic_write(tmp / BASE_RECORD, lambda tmp: tmp.write_text(text)))
