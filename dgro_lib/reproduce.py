@@ -4,8 +4,11 @@ Each notebook ``notebooks/<name>.ipynb`` runs with the papermill parameters ``pr
 into ``outputs/<profile>/<name>/``, where it leaves the executed notebook, its CSVs, its figures (PNG
 beside the CSV they were drawn from), a manifest and ``claims.csv`` (its headline numbers). Before it starts it prints
 the plan (runs, steps left, estimated minutes: :mod:`dgro_lib.estimate`); after each notebook it prints its claims
-beside the reference results committed under ``reference/<profile>/<notebook>/`` (:mod:`dgro_lib.claims`). A notebook runs only if ``params/<profile>/<name>.yaml``
-exists; notebooks without params for the profile are listed as skipped, never silently dropped.
+beside the reference results committed under ``reference/<profile>/<notebook>/`` (:mod:`dgro_lib.report.claims`),
+and it ends with one line per notebook: ``identical``, ``consistent`` (every claim within 1.96 x the combined
+standard error of the two estimates, with the same verdict) or ``differs``; the exit status is 1 when any notebook
+differs, so a batch job can rely on it. A notebook runs only if ``params/<profile>/<name>.yaml`` exists; notebooks
+without params for the profile are listed as skipped, never silently dropped.
 
 The run archive (:mod:`dgro_lib.archive`, ``reference/<profile>/runs/``) carries finished runs' results from one
 machine to the next. By default the notebooks restore every archived run whose identity matches (same params and
@@ -28,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from .archive import ARCHIVE_ENV, archive_runs
-from .claims import REFERENCE, compare_claims, format_comparison, save_reference
+from .report.claims import REFERENCE, compare_claims, format_comparison, reproduction_status, save_reference
 from .dryrun import dry_run
 from .estimate import format_plan, plan_profile
 from .manifest import atomic_path
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[ARCHIVE_ENV] = "none"  # the notebooks would otherwise restore from the default archive
     plan = plan_profile(args.profile, runnable, OUTPUTS, archive=archive if reuse else None)
     print(format_plan(plan, args.profile), flush=True)
-    timings = {}
+    timings, outcome = {}, {}
     for n in runnable:
         print(f"[reproduce] {n} (profile {args.profile})", flush=True)
         t0 = time.time()
@@ -156,9 +159,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}, its {len(keys)} "
                   f"run(s) in {archive}", flush=True)
         elif (reference / "claims.csv").is_file() and (executed.parent / "claims.csv").is_file():
-            print(format_comparison(compare_claims(executed.parent, reference), n), flush=True)
+            table = compare_claims(executed.parent, reference)
+            print(format_comparison(table, n), flush=True)
+            counts = table["status"].value_counts()
+            outcome[n] = (reproduction_status(table), ", ".join(f"{v} {k}" for k, v in counts.items()))
+        else:
+            outcome[n] = ("no reference", f"no {reference / 'claims.csv'}")
     total = sum(timings.values())
     print(f"[reproduce] profile {args.profile}: {len(timings)} notebook(s) in {total / 60:.1f} min", flush=True)
+    if args.save_reference:
+        return 0
+    for n, (status, detail) in outcome.items():
+        print(f"[reproduce] {n:32s} {status:12s} ({detail})", flush=True)
+    differs = [n for n, (status, _) in outcome.items() if status == "differs"]
+    if differs:
+        print(f"[reproduce] {len(differs)} notebook(s) differ from the reference: {', '.join(differs)}", flush=True)
+        return 1
     return 0
 
 

@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 
 from dgro_lib.analysis import base_model_claims, base_model_info, base_model_summary
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import base_model_tables
 from dgro_lib.inputs import resolve_model_path

@@ -42,7 +42,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.analysis import rl_map_claims, rl_map_table
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_base_candidates, evaluate_runs, run_experiment
 from dgro_lib.manifest import atomic_write

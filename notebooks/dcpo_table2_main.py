@@ -46,7 +46,7 @@ backbone = None  # paper profile: which of the params' backbones (default: the f
 # %%
 from pathlib import Path
 
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import (method_sweep, pass_at_k_frame, per_benchmark, select_backbone, sweep_figures,
                                     table2_verdicts)

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import (h0_verdicts, method_sweep, per_benchmark, policy_entropy, round_significant,
                                     sweep_figures, temperature_phases)

@@ -37,7 +37,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import ablation_verdicts, method_sweep, sweep_figures, temperature_phases
 from dgro_lib.experiment import evaluate_runs, run_experiment

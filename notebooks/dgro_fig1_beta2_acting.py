@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import (label_points, paired_between_points, reward_range_verdict, rl_map_claims,
                                rl_map_table)
-from dgro_lib.claims import paired_claims, write_claims
+from dgro_lib.report.claims import paired_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment

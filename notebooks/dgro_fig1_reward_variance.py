@@ -41,7 +41,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.analysis import adam_scale_check, fig1_claims, pooled_gain_claims, reward_range_verdict
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment

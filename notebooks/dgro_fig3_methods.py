@@ -40,7 +40,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.analysis import label_points, method_labels, method_verdicts, rl_map_claims, rl_map_table
-from dgro_lib.claims import paired_claims, write_claims
+from dgro_lib.report.claims import paired_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure

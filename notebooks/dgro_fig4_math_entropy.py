@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgro_lib.claims import write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import apply_overrides, find_params, load_config
 from dgro_lib.experiment import run_experiment
 from dgro_lib.math_analysis import entropy_trend, entropy_trend_verdicts

@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 
 from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels, table2_verdicts
-from dgro_lib.claims import paired_claims, write_claims
+from dgro_lib.report.claims import paired_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import kk_size_figure, save_figure

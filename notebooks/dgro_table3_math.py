@@ -47,7 +47,7 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.analysis import label_points, rl_map_claims, rl_map_table
-from dgro_lib.claims import paired_claims, write_claims
+from dgro_lib.report.claims import paired_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.inputs import load_eval_records

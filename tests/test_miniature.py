@@ -202,32 +202,6 @@ def test_plan_charges_rollout_batches_not_optimizer_steps(tmp_path, monkeypatch)
     assert minutes[1]["minutes"] == minutes[2]["minutes"] > 0
 
 
-def test_claims_are_compared_with_the_reference_within_the_spread(tmp_path):
-    from dgro_lib.claims import compare_claims, format_comparison, save_reference, write_claims
-
-    new, ref = tmp_path / "new", tmp_path / "ref"
-    new.mkdir()
-    write_claims(new, [{"claim": "a", "value": 0.50, "spread": 0.02}, {"claim": "b", "value": 0.9, "spread": 0.01},
-                       {"claim": "c", "value": 1.0, "spread": math.nan}, {"claim": "new", "value": 1, "spread": 1}])
-    (new / "fig.png").write_bytes(b"png")
-    (new / "x.failed.ipynb").write_text("{}")
-    (new / "runs").mkdir()
-    copied = save_reference(new, ref)
-    assert sorted(p.name for p in copied) == ["claims.csv", "fig.png"]
-    write_claims(ref, [{"claim": "a", "value": 0.53, "spread": 0.01}, {"claim": "b", "value": 0.8, "spread": 0.01},
-                       {"claim": "c", "value": 2.0, "spread": math.nan}, {"claim": "old", "value": 1, "spread": 1}])
-    table = compare_claims(new, ref).set_index("claim")
-    assert table.loc["a", "status"] == "within" and table.loc["a", "spread"] == 0.02  # the larger spread
-    assert table.loc["b", "status"] == "OUTSIDE"
-    assert table.loc["c", "status"] == "no spread"
-    assert table.loc["new", "status"] == "new only" and table.loc["old", "status"] == "reference only"
-    wide = compare_claims(new, ref, tolerance=10.0)
-    assert wide.set_index("claim").loc["b", "status"] == "within"
-    assert "within 10 x spread" in format_comparison(wide, "nb")
-    with pytest.raises(ValueError, match="duplicated"):
-        write_claims(new, [{"claim": "a", "value": 1, "spread": 0}] * 2)
-
-
 # --- two processes asking for the same run or the same embedded model ------------------------------------------
 
 

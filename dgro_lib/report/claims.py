@@ -1,0 +1,267 @@
+"""A notebook's claims: one file, one schema, one rule; and their comparison with the reference results.
+
+Each notebook writes ``claims.csv`` beside its figures, one row per number a reader would quote, in the columns
+:data:`COLUMNS`: the claim, its metric and unit, the paper's direction (``higher`` / ``lower`` / ``equal`` /
+``none``), the verdict (:mod:`dgro_lib.report.verdict`), the estimate with its 95 % interval, the run-level
+standard error and degrees of freedom, the seeds on each side, the minimum detectable effect (80 % power, alpha
+0.05), the p-value and its Holm adjustment over the notebook's directional claims, the Welch p with items held
+fixed and the pooled item-level McNemar z (given these trained models). Rows are built with :func:`claim`
+(from an :class:`~dgro_lib.report.inference.Estimate`) or :func:`exact` (a computed constant or an identity).
+
+The repository keeps a reference copy of each notebook's outputs under ``reference/<profile>/<notebook>/``.
+:func:`compare_claims` reads a rerun and the reference as two independent estimates: ``identical`` when the
+number is bit-equal, ``consistent`` when they differ by under 1.96 x sqrt(se_new^2 + se_ref^2) and the verdicts
+agree, ``differs`` otherwise. A claim without a standard error (an exact quantity) is consistent only within
+1e-9 relative. ``make reproduce`` exits non-zero when any claim of any notebook differs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..manifest import atomic_write
+from ..paths import REPO
+from .inference import ALPHA, Estimate
+from .verdict import DIRECTIONS, exact_verdict, judge_family
+
+__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "read_claims", "runs_of", "compare_claims", "compare_tables",
+           "format_comparison", "reproduction_status", "save_reference", "compare_replicates", "split_half"]
+
+REFERENCE = REPO / "reference"
+# What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
+_REFERENCE_SUFFIXES = (".csv", ".png", ".json", ".ipynb")
+
+COLUMNS = ["claim", "metric", "unit", "direction", "verdict", "value", "ci_low", "ci_high", "se", "df", "seeds_a",
+           "seeds_b", "n_items", "mde", "p", "p_holm", "welch_p", "mcnemar_z", "se_runs", "se_items", "margin",
+           "note"]
+_EST_FIELDS = ("ci_low", "ci_high", "se", "df", "seeds_a", "seeds_b", "n_items", "mde", "p", "welch_p",
+               "mcnemar_z", "se_runs", "se_items")
+# Two reruns' numbers that are not statistical (an exact constant) may differ by float rounding only.
+EXACT_RTOL = 1e-9
+
+
+def claim(name: str, est: Estimate, *, metric: str, unit: str = "points", direction: str = "none",
+          margin: float | None = None, untestable: bool = False, note: str = "") -> dict:
+    """One claim row from a run-level estimate. ``direction``: the sign the paper gives the estimate (A - B);
+    ``margin``: the equivalence margin of a ``direction="equal"`` claim; ``untestable``: floor / ceiling
+    (:func:`~dgro_lib.report.verdict.at_floor_or_ceiling`). The verdict is set by :func:`write_claims`, which
+    judges the notebook's claims as one family."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"claim {name!r}: direction must be one of {DIRECTIONS}, got {direction!r}")
+    row = {"claim": name, "metric": metric, "unit": unit, "direction": direction, "value": est.estimate,
+           "margin": margin if margin is not None else math.nan, "note": note}
+    row.update({f: getattr(est, f) for f in _EST_FIELDS})
+    row["_est"], row["_untestable"] = est, untestable
+    return row
+
+
+def exact(name: str, value: float, *, metric: str, unit: str = "", holds: bool | None = None,
+          direction: str = "none", note: str = "") -> dict:
+    """One claim row for an exact quantity (no sampling error: a constant, an identity's residual, a count).
+    ``holds``: the outcome of the paper's check on it (True: reproduced, False: contradicted, None: an
+    estimate)."""
+    return {"claim": name, "metric": metric, "unit": unit, "direction": direction, "value": float(value),
+            "verdict": exact_verdict(holds), "note": note or "exact: no sampling error"}
+
+
+def write_claims(out_dir: str | Path, rows: Sequence[dict], *, alpha: float = ALPHA) -> pd.DataFrame:
+    """Judge the rows of :func:`claim` as one family (Holm over the directional ones), keep the verdicts of
+    :func:`exact` rows, and write ``out_dir/claims.csv`` in :data:`COLUMNS`; returns the table."""
+    rows = [dict(r) for r in rows]
+    names = [r["claim"] for r in rows]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"claims: duplicated names {dup}")
+    judged = [i for i, r in enumerate(rows) if "_est" in r]
+    verdicts, adjusted = judge_family([rows[i]["_est"] for i in judged], [rows[i]["direction"] for i in judged],
+                                      margins=[None if math.isnan(rows[i]["margin"]) else rows[i]["margin"]
+                                               for i in judged],
+                                      untestable=[rows[i]["_untestable"] for i in judged], alpha=alpha)
+    family = sum(1 for p in adjusted if math.isfinite(p))
+    for i, v, p in zip(judged, verdicts, adjusted):
+        rows[i].update(verdict=v, p_holm=p)
+        if math.isfinite(p) and family > 1:
+            rows[i]["note"] = "; ".join(x for x in (rows[i]["note"], f"Holm over {family} claims") if x)
+    for r in rows:
+        r.pop("_est", None), r.pop("_untestable", None)
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    atomic_write(Path(out_dir) / "claims.csv", lambda tmp: table.to_csv(tmp, index=False))
+    return table
+
+
+def read_claims(path: str | Path) -> pd.DataFrame:
+    """A claims file (a folder holding ``claims.csv``, or the file), in :data:`COLUMNS`. A file of the earlier
+    schema (``claim, value, spread``: an item-level spread) reads with no standard error and no verdict."""
+    path = Path(path)
+    path = path / "claims.csv" if path.is_dir() else path
+    table = pd.read_csv(path)
+    if "claim" not in table or "value" not in table:
+        raise ValueError(f"{path}: not a claims file (needs the columns 'claim' and 'value')")
+    return table.reindex(columns=COLUMNS)
+
+
+def runs_of(frame: pd.DataFrame, by: str, point, *, column: str = "correct", seeds: Iterable[int] | None = None
+            ) -> np.ndarray:
+    """The per-item scores of one arm, shape (runs, items), one row per seed in seed order: the rows of
+    ``frame`` (e.g. :attr:`ExperimentResult.finals`, a ``correct`` list per run) whose ``by`` equals ``point``,
+    restricted to ``seeds`` when given. A missing arm or seed is a KeyError naming it."""
+    g = frame[frame[by] == point]
+    if seeds is not None:
+        seeds = list(seeds)
+        missing = sorted(set(seeds) - set(g["seed"]))
+        if missing:
+            raise KeyError(f"{by}={point!r}: no runs for seeds {missing}")
+        g = g[g["seed"].isin(seeds)]
+    if g.empty:
+        raise KeyError(f"{by}={point!r}: no runs (have {sorted(map(str, frame[by].unique()))})")
+    g = g.sort_values("seed")
+    values = g[column].tolist()
+    return np.asarray([np.asarray(v, dtype=float) for v in values]) if np.ndim(values[0]) else np.asarray(values,
+                                                                                                        dtype=float)
+
+
+def compare_claims(out_dir: str | Path, reference_dir: str | Path) -> pd.DataFrame:
+    """One row per claim of either side: the new value, the reference value, both standard errors, both
+    verdicts, the allowed distance 1.96 x sqrt(se_new^2 + se_ref^2) and ``status``: ``identical`` (the same number
+    to the last bit and the same verdict), ``consistent`` (within the allowed distance, or within
+    :data:`EXACT_RTOL` for an exact quantity, and the same verdict), ``differs``, ``new only`` (a claim the
+    reference lacks) or ``reference only`` (a claim the rerun lost: it counts as differing)."""
+    return compare_tables(read_claims(out_dir), read_claims(reference_dir))
+
+
+def compare_tables(new: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
+    """:func:`compare_claims` on two claims tables (the rerun's, the reference's) already read."""
+    new = new.reindex(columns=COLUMNS).set_index("claim")
+    ref = ref.reindex(columns=COLUMNS).set_index("claim")
+    rows = []
+    for name in list(ref.index) + [c for c in new.index if c not in ref.index]:
+        if name not in new.index or name not in ref.index:
+            side = new if name in new.index else ref
+            rows.append({"claim": name, "value": new["value"].get(name, math.nan),
+                         "reference": ref["value"].get(name, math.nan), "se": side.loc[name, "se"],
+                         "se_reference": math.nan, "allowed": math.nan,
+                         "verdict": new["verdict"].get(name, ""), "verdict_reference": ref["verdict"].get(name, ""),
+                         "status": "new only" if name in new.index else "reference only"})
+            continue
+        a, b = new.loc[name], ref.loc[name]
+        same_verdict = str(a["verdict"]) == str(b["verdict"])
+        se_a, se_b = float(a["se"]), float(b["se"])
+        if math.isfinite(se_a) and math.isfinite(se_b):
+            allowed = 1.96 * math.hypot(se_a, se_b)
+        elif math.isfinite(se_a) or math.isfinite(se_b):  # one side one seed: the other side's error only
+            allowed = 1.96 * (se_a if math.isfinite(se_a) else se_b)
+        else:
+            allowed = EXACT_RTOL * max(1.0, abs(float(b["value"])))
+        diff = abs(float(a["value"]) - float(b["value"]))
+        status = ("identical" if a["value"] == b["value"] and same_verdict
+                  else "consistent" if diff <= allowed and same_verdict else "differs")
+        rows.append({"claim": name, "value": a["value"], "reference": b["value"], "se": se_a, "se_reference": se_b,
+                     "allowed": allowed, "verdict": a["verdict"], "verdict_reference": b["verdict"],
+                     "status": status})
+    return pd.DataFrame(rows)
+
+
+def reproduction_status(table: pd.DataFrame) -> str:
+    """One word for a notebook's :func:`compare_claims` table: ``differs`` if any claim differs or was lost,
+    ``identical`` if every claim is identical, ``consistent`` otherwise."""
+    status = set(table["status"])
+    if status & {"differs", "reference only"}:
+        return "differs"
+    return "identical" if status <= {"identical"} else "consistent"
+
+
+def format_comparison(table: pd.DataFrame, name: str) -> str:
+    """The printed form of :func:`compare_claims`'s table, ending with the notebook's one-word status."""
+    lines = [f"[reproduce] {name}: your numbers vs the reference (consistent: within 1.96 x sqrt(se^2 + se_ref^2),"
+             f" same verdict)"]
+    for r in table.itertuples():
+        verdict = r.verdict if r.verdict == r.verdict_reference else f"{r.verdict} (ref {r.verdict_reference})"
+        lines.append(f"[reproduce]   {r.claim:52s} {r.value:10.4f}  ref {r.reference:10.4f}  allowed "
+                     f"{r.allowed:8.4f}  {r.status:10s} {verdict}")
+    lines.append(f"[reproduce] {name}: {reproduction_status(table)}")
+    return "\n".join(lines)
+
+
+def split_half(build: Callable[[Sequence[int]], pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
+    """The statistical reproduction check on one notebook's own runs: ``build(seeds)`` returns the notebook's
+    claims table (as :func:`write_claims` does) computed on those seeds only; the first half of ``seeds`` is
+    compared with the second half as two independent estimates, by the rule of :func:`compare_claims`.
+    Levels and differences with a standard error on both sides are compared; the rest is left out."""
+    seeds = list(seeds)
+    if len(seeds) < 4:
+        raise ValueError(f"split_half: needs at least 4 seeds (2 per half, for a seed variance), got {seeds}")
+    half = len(seeds) // 2
+    table = compare_tables(build(seeds[:half]), build(seeds[half:]))
+    table = table[np.isfinite(table["se"].astype(float)) & np.isfinite(table["se_reference"].astype(float))]
+    table.attrs["halves"] = (seeds[:half], seeds[half:])
+    return table.reset_index(drop=True)
+
+
+def save_reference(out_dir: str | Path, reference_dir: str | Path) -> list[Path]:
+    """Copy a notebook's small outputs (CSV, PNG, JSON, the executed notebook; not the run store, checkpoints or
+    failed notebooks) into ``reference_dir``, replacing what was there; returns the files copied."""
+    out_dir, reference_dir = Path(out_dir), Path(reference_dir)
+    if reference_dir.exists():
+        shutil.rmtree(reference_dir)
+    reference_dir.mkdir(parents=True)
+    copied = []
+    for f in sorted(out_dir.iterdir()):
+        if f.is_file() and f.suffix in _REFERENCE_SUFFIXES and not f.name.endswith(".failed.ipynb"):
+            shutil.copy2(f, reference_dir / f.name)
+            copied.append(reference_dir / f.name)
+    return copied
+
+
+def compare_replicates(archive: str | Path, runs_csv: str | Path, *, other: str | None = None) -> pd.DataFrame:
+    """The reference replicates of a notebook's runs (``runs.csv``) against another replicate of each, from the run
+    archive (:func:`dgro_lib.archive.replicates`): one row per sweep point (arm) with both sides' greedy held-out
+    accuracy over seeds (mean, s.d., seeds), the difference of the means in points, its standard error from the
+    seed spread (sqrt(s_a^2 / n_a + s_b^2 / n_b), in points), the fraction of held-out items with the same
+    correctness run by run, and ``status``: ``identical`` (every per-item result bit-equal), ``consistent``
+    (|difference| <= 1.96 x its standard error), ``differs``, or ``no replicate``.
+
+    ``other`` picks the replicate by id prefix (e.g. ``intel``); by default the first one that is not the
+    reference. Both sides of one arm must have the same seeds; a seed with only one side is left out of both.
+    This is the seed-level check of a reproduction on another machine; the training run is the unit, so it is
+    only as sharp as the seed count allows."""
+    from ..archive import replicates  # torch-free, but keeps this module's import light
+
+    runs = pd.read_csv(runs_csv, dtype={"key": str})
+    per_run = []
+    for r in runs.itertuples():
+        found = replicates(archive, r.key)
+        ref = next((f for f in found if f[0] == "reference"), None)
+        alt = next((f for f in found if f[0] != "reference" and (other is None or f[0].startswith(other))), None)
+        row = {"sweep_point": r.sweep_point, "seed": r.seed, "key": r.key}
+        if ref is None or alt is None:
+            per_run.append(row | {"paired": False})
+            continue
+        ea, eb = (json.loads((f[1] / "final_eval.json").read_text()) for f in (ref, alt))
+        same = sum(x == y for x, y in zip(ea["correct"], eb["correct"])) / max(len(ea["correct"]), 1)
+        per_run.append(row | {"paired": True, "a": ea["summary"]["accuracy"], "b": eb["summary"]["accuracy"],
+                              "identical": ref[2]["results_sha256"] == alt[2]["results_sha256"],
+                              "same_items": same, "other": alt[0]})
+    table = pd.DataFrame(per_run)
+    rows = []
+    for point, g in table.groupby("sweep_point", sort=False):
+        g = g[g["paired"]] if "paired" in g else g.iloc[:0]
+        if g.empty:
+            rows.append({"sweep_point": point, "seeds": 0, "status": "no replicate"})
+            continue
+        n = len(g)
+        sd_a, sd_b = (g[c].std(ddof=1) if n > 1 else math.nan for c in ("a", "b"))
+        diff = 100 * (g["b"].mean() - g["a"].mean())
+        se = 100 * math.sqrt(sd_a ** 2 / n + sd_b ** 2 / n) if n > 1 else math.nan
+        status = ("identical" if g["identical"].all() else "consistent" if n > 1 and abs(diff) <= 1.96 * se
+                  else "differs")
+        rows.append({"sweep_point": point, "seeds": n, "reference_mean": g["a"].mean(), "reference_sd": sd_a,
+                     "other_mean": g["b"].mean(), "other_sd": sd_b, "diff_points": diff, "se_points": se,
+                     "same_items": g["same_items"].mean(), "other": g["other"].iloc[0], "status": status})
+    return pd.DataFrame(rows)

@@ -1,0 +1,234 @@
+"""Run-level inference: the training run is the unit, the held-out items are the second level.
+
+A claim about training is a claim about training *runs*: an arm (one configuration) trained with ``n`` seeds gives
+``n`` models, each scored on the same held-out items. The test set is crossed with the runs (every run answers
+every item, and so does the base model), so a comparison has two sources of uncertainty: which seeds were drawn
+(between-run variance, usually the larger one here) and which items were drawn. Pooling the items of all seeds
+into one McNemar test (the items-only view) leaves the first out, and so claims effects that a rerun with other
+seeds does not find.
+
+:func:`compare` takes per-item scores, shape ``(runs, items)`` per arm (0/1 greedy correctness, the fraction of
+correct samples, ...), or per-run scalars, shape ``(runs,)`` (entropy, length, a slope), and returns the
+difference of run means with:
+
+* **a standard error over both levels.** The item level is a bootstrap of the items: one draw (multinomial
+  weights) shared by every run of both arms and by the base, applied to the difference of the arms' mean item
+  profiles, which is the item half of the row-and-column ("pigeonhole") bootstrap of a crossed design (Owen 2007,
+  *Ann. Appl. Stat.* 1(2)). The run level is resampling the runs of each arm with replacement, rescaled by
+  sqrt(n / (n - 1)); its variance is known in closed form, s_A^2 / n_A + s_B^2 / n_B (Welch's), so that is used
+  rather than a Monte-Carlo copy of it. The run-by-item noise of an arm is in both (in the spread of the run
+  means, and in the item profile as residual / runs), so its two-way-ANOVA estimate is taken out of the item
+  part once; what is left there is the arm-specific item effect, the error of generalizing to new items. Zero
+  seed variance leaves the paired item test; equal item profiles leave Welch.
+* **a Student-t interval at the Welch-Satterthwaite degrees of freedom of the runs**, estimate +- t * se. With
+  3 seeds a percentile bootstrap cannot reach beyond the seeds' range and uses normal tails where t at 2-4 df
+  is 1.4-2x wider, so it covers far less than 95 %; and an exact permutation test over 3 + 3 runs has 20
+  arrangements, so its smallest two-sided p is 0.1: it can never reject at 0.05. So the bootstrap gives only the
+  standard error, and the seed count sets the tails (Satterthwaite's df over both levels).
+  ``tests/test_inference.py`` measures the coverage on simulated runs with known seed and item variance, with
+  the pooled-McNemar interval's beside it.
+* **the run-level Welch t-test** (:func:`scipy.stats.ttest_ind`, items held fixed; a one-sample t on the per-run
+  differences against a single base model), the **minimum detectable effect** at 80 % power and alpha 0.05 for
+  this standard error and degrees of freedom, and the **item-level McNemar z** pooled over seeds, kept as a
+  secondary column: it answers "given these trained models", not "given this recipe".
+
+Everything here is numpy/scipy only (no torch), and deterministic: the bootstrap generator is seeded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Estimate", "compare", "level", "holm", "mde", "as_runs"]
+
+ALPHA = 0.05
+POWER = 0.80
+N_BOOT = 4000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimate (an arm's level, or a difference A - B), in the caller's unit (``scale`` x the score).
+
+    ``seeds_a`` / ``seeds_b`` count runs (``seeds_b`` is 0 against a single base model, and for a level);
+    ``df`` is the Welch-Satterthwaite degrees of freedom of the runs (NaN with one run: no seed variance can be
+    estimated, so no interval is claimed); ``p`` is two-sided, from estimate / se on ``df``; ``welch_p`` the
+    run-level test with the items held fixed; ``mcnemar_z`` the pooled item-level statistic (NaN when the scores
+    are not 0/1 or there are no items)."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    df: float
+    p: float
+    mde: float
+    seeds_a: int
+    seeds_b: int
+    n_items: int
+    welch_p: float
+    mcnemar_z: float
+    se_runs: float
+    se_items: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def as_runs(values, name: str = "scores") -> np.ndarray:
+    """``values`` (a list of per-run item lists, a 2-D array, or per-run scalars) as a float array of shape
+    ``(runs, items)`` or ``(runs,)``; a ragged list or an empty arm is a ValueError naming ``name``."""
+    try:
+        arr = np.asarray([np.asarray(v, dtype=float) for v in values], dtype=float)
+    except ValueError as e:  # ragged: runs scored on different item sets cannot be crossed
+        lengths = sorted({len(v) for v in values})
+        raise ValueError(f"{name}: every run must be scored on the same items; item counts {lengths}") from e
+    if arr.size == 0 or arr.shape[0] == 0:
+        raise ValueError(f"{name}: no runs")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name}: expected (runs,) or (runs, items), got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name}: non-finite scores")
+    return arr
+
+
+def mde(se: float, df: float, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference a two-sided test at ``alpha`` detects with probability ``power``, given the
+    standard error ``se`` on ``df`` degrees of freedom: (t_{1 - alpha/2} + t_{power}) x se. NaN without df."""
+    if not (df > 0) or not math.isfinite(se):
+        return math.nan
+    return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se)
+
+
+def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
+    """Welch-Satterthwaite df of var_a / n_a + var_b / n_b (``nb`` = 0: a fixed comparator, df = n_a - 1)."""
+    if nb == 0:
+        return float(na - 1) if na > 1 else math.nan
+    if na < 2 or nb < 2:
+        return math.nan
+    qa, qb = va / na, vb / nb
+    if qa + qb == 0:
+        return float(na + nb - 2)  # no seed spread at all: the pooled df (the interval is then the items')
+    return float((qa + qb) ** 2 / (qa ** 2 / (na - 1) + qb ** 2 / (nb - 1)))
+
+
+def _residual_variance(y: np.ndarray) -> float:
+    """The run-by-item residual variance of one arm's (runs, items) scores: the two-way ANOVA mean square
+    sum((y - row mean - column mean + grand mean)^2) / ((runs - 1)(items - 1))."""
+    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    return float((r ** 2).sum() / ((y.shape[0] - 1) * (y.shape[1] - 1)))
+
+
+def _pooled_mcnemar(a: np.ndarray, b: np.ndarray | None) -> float:
+    """Pooled McNemar z of 0/1 scores: seed s of A against seed s of B (or every run against the base row
+    ``b`` of shape (items,)), discordant counts summed over the pairs; NaN for non-binary scores."""
+    if a.ndim != 2 or not np.isin(a, (0.0, 1.0)).all() or (b is not None and not np.isin(b, (0.0, 1.0)).all()):
+        return math.nan
+    pairs = [(a[i], b if b.ndim == 1 else b[i]) for i in range(a.shape[0] if b.ndim == 1 else min(len(a), len(b)))]
+    fixed = sum(int(((x == 1) & (y == 0)).sum()) for x, y in pairs)
+    broken = sum(int(((x == 0) & (y == 1)).sum()) for x, y in pairs)
+    return (fixed - broken) / math.sqrt(fixed + broken) if fixed + broken else 0.0
+
+
+def compare(a, b=None, *, base=None, scale: float = 100.0, n_boot: int = N_BOOT, seed: int = 0,
+            alpha: float = ALPHA, power: float = POWER) -> Estimate:
+    """Arm A - arm B (``b``), or arm A - a single fixed model (``base``, e.g. the base checkpoint every run started
+    from: per-item scores of shape (items,), or a scalar), or arm A's level (neither).
+
+    ``a``, ``b``: per-item scores ``(runs, items)`` on the same items in the same order, or per-run scalars
+    ``(runs,)``. ``scale`` multiplies the result (100: proportions in points). See the module docstring for the
+    method; ``seed`` seeds the bootstrap, so the same inputs give the same interval bit for bit."""
+    if b is not None and base is not None:
+        raise ValueError("compare: give b (another arm) or base (a fixed model), not both")
+    a = as_runs(a, "a")
+    arm_b = as_runs(b, "b") if b is not None else None
+    fixed = np.asarray(base, dtype=float) if base is not None else None
+    items = a.ndim == 2
+    for other, name in ((arm_b, "b"), (fixed, "base")):
+        if other is None:
+            continue
+        if items and (other.ndim != (2 if name == "b" else 1) or other.shape[-1] != a.shape[1]):
+            raise ValueError(f"compare: {name} has shape {other.shape}; a has {a.shape[1]} items per run")
+        if not items and other.ndim != (1 if name == "b" else 0):
+            raise ValueError(f"compare: a holds per-run scalars, {name} has shape {other.shape}")
+    na, nb = a.shape[0], (arm_b.shape[0] if arm_b is not None else 0)
+    run_a = a.mean(axis=1) if items else a
+    run_b = (arm_b.mean(axis=1) if items else arm_b) if arm_b is not None else None
+    fixed_mean = float(fixed.mean()) if fixed is not None else 0.0
+    est = run_a.mean() - (run_b.mean() if run_b is not None else fixed_mean)
+    va = run_a.var(ddof=1) if na > 1 else math.nan
+    vb = run_b.var(ddof=1) if run_b is not None and nb > 1 else (0.0 if run_b is None else math.nan)
+    df = _welch_df(va, na, vb, nb)
+    se_runs = math.sqrt(va / na + (vb / nb if nb else 0.0)) if math.isfinite(df) else math.nan
+
+    # The item level: a bootstrap of the items, one draw (multinomial weights) shared by every run of both arms
+    # and by the base, applied to the difference of the arms' mean item profiles.
+    if items:
+        n_items = a.shape[1]
+        rng = np.random.default_rng(seed)
+        w = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot).T / n_items  # (items, B)
+        profile = a.mean(axis=0) - (arm_b.mean(axis=0) if arm_b is not None else
+                                    fixed if fixed is not None else 0.0)
+        var_items = float((profile @ w).var(ddof=1))  # what pooling the seeds' items measures
+        # The run-by-item noise of an arm is in that profile (as residual variance / runs) and, already, in the
+        # spread of its run means: count it once, taking its two-way-ANOVA estimate out of the item part.
+        overlap = sum(_residual_variance(x) / (x.shape[0] * x.shape[1]) for x in (a, arm_b)
+                      if x is not None and x.shape[0] > 1)
+        var_excess = max(var_items - overlap, 0.0)
+    else:
+        n_items, var_items, var_excess = 0, 0.0, 0.0
+    # The run level: resampling n runs with replacement, rescaled by sqrt(n / (n - 1)), has variance s^2 / n
+    # exactly, so it is used in closed form (Welch's) instead of through Monte-Carlo noise.
+    se = math.sqrt(se_runs ** 2 + var_excess) if math.isfinite(df) else math.nan
+    if math.isfinite(df) and var_excess > 0 and n_items > 1:  # Satterthwaite over both levels
+        qa, qb = va / na, (vb / nb if nb else 0.0)
+        denom = qa ** 2 / (na - 1) + (qb ** 2 / (nb - 1) if nb > 1 else 0.0) + var_excess ** 2 / (n_items - 1)
+        df = float(se ** 4 / denom) if denom > 0 else df
+    se_items = math.sqrt(var_items)
+    if math.isfinite(df) and se > 0:
+        t = stats.t.ppf(1 - alpha / 2, df)
+        lo, hi = est - t * se, est + t * se
+        p = float(2 * stats.t.sf(abs(est) / se, df))
+    elif math.isfinite(df):  # no variance at either level: the difference is what it is
+        lo = hi = est
+        p = 1.0 if est == 0 else 0.0
+    else:
+        lo = hi = p = math.nan
+    if run_b is not None and na > 1 and nb > 1 and (va > 0 or vb > 0):
+        welch = float(stats.ttest_ind(run_a, run_b, equal_var=False).pvalue)
+    elif run_b is None and fixed is not None and na > 1 and va > 0:
+        welch = float(stats.ttest_1samp(run_a - fixed_mean, 0.0).pvalue)
+    else:
+        welch = math.nan
+    mz = _pooled_mcnemar(a, arm_b if arm_b is not None else fixed) if items and (arm_b is not None or
+                                                                                    fixed is not None) else math.nan
+    return Estimate(estimate=scale * est, se=scale * se, ci_low=scale * lo, ci_high=scale * hi, df=df, p=p,
+                    mde=scale * mde(se, df, alpha=alpha, power=power), seeds_a=na, seeds_b=nb, n_items=n_items,
+                    welch_p=welch, mcnemar_z=mz, se_runs=scale * se_runs, se_items=scale * se_items)
+
+
+def level(a, *, scale: float = 1.0, **kw) -> Estimate:
+    """An arm's level (mean over runs of the per-run mean), with the same two-level interval as :func:`compare`;
+    ``scale`` defaults to 1 (a level is quoted in the metric's own unit)."""
+    return compare(a, scale=scale, **kw)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), family-wise error control for the comparisons of one figure
+    (NaN entries are left out of the family and stay NaN). scipy has only false-discovery-rate control
+    (:func:`scipy.stats.false_discovery_control`), hence these few lines."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()

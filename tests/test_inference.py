@@ -1,0 +1,151 @@
+"""Run-level inference (dgro_lib.report.inference) against what it must reduce to, and its coverage on simulated
+runs with known seed and item variance, printed beside the pooled-McNemar interval's (run with -s to see it)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dgro_lib.report.inference import compare, holm, level, mde
+from dgro_lib.report.verdict import at_floor_or_ceiling, judge, judge_family
+
+
+def simulate(rng, *, n=3, items=1200, sd_run=0.025, effect=(0.03, 0.0), interaction=0.05):
+    """Two arms of ``n`` runs on the same ``items`` binary items: P(correct) = difficulty_i + arm effect + the arm's
+    item-specific effect + the run's effect (the seed). The true difference of the arms is effect[0] - effect[1]
+    (difficulty in [0.2, 0.8] and small effects keep every probability inside [0, 1], so no clipping biases it).
+    Also a base model: one draw at the difficulties."""
+    difficulty = rng.uniform(0.2, 0.8, items)
+
+    def arm(d):
+        p = difficulty + d + rng.normal(0, interaction, items) + rng.normal(0, sd_run, (n, 1))
+        return (rng.random((n, items)) < np.clip(p, 0, 1)).astype(float)
+
+    base = (rng.random(items) < difficulty).astype(float)
+    return arm(effect[0]), arm(effect[1]), base, difficulty
+
+
+def coverage(rng, trials, **kw):
+    truth = 100 * (kw.get("effect", (0.03, 0.0))[0] - kw.get("effect", (0.03, 0.0))[1])
+    ours = pooled = 0
+    for k in range(trials):
+        a, b, _, _ = simulate(rng, **kw)
+        e = compare(a, b, n_boot=400, seed=k)
+        ours += e.ci_low <= truth <= e.ci_high
+        se = abs(e.estimate / e.mcnemar_z) if e.mcnemar_z else 0.0  # the pooled McNemar's implied error
+        pooled += e.estimate - 1.96 * se <= truth <= e.estimate + 1.96 * se
+    return ours / trials, pooled / trials
+
+
+@pytest.mark.parametrize("sd_run,n,gap", [(0.025, 3, 0.2), (0.01, 5, 0.03)])
+def test_interval_covers_the_true_difference_about_95_percent(sd_run, n, gap, capsys):
+    rng = np.random.default_rng(20261203)
+    trials = 300
+    ours, pooled = coverage(rng, trials, sd_run=sd_run, n=n)
+    with capsys.disabled():
+        print(f"\n[coverage] seed s.d. {100 * sd_run:.1f} points, {n} seeds per arm, 1,200 items, {trials} "
+              f"simulated experiments: run-level 95 % CI {ours:.3f}, pooled-McNemar 95 % CI {pooled:.3f}")
+    # 300 trials: the binomial s.d. of a 95 % coverage is 1.3 points
+    assert 0.91 <= ours <= 0.99
+    assert pooled < ours - gap  # the items-only interval leaves the seed variance out
+
+
+def test_zero_seed_variance_reduces_to_the_paired_item_test():
+    rng = np.random.default_rng(0)
+    a1, b1, _, _ = simulate(rng, n=1, sd_run=0.0)
+    a, b = np.repeat(a1, 3, axis=0), np.repeat(b1, 3, axis=0)  # three identical runs per arm
+    e = compare(a, b, n_boot=20000, seed=1)
+    d = a1[0] - b1[0]
+    paired_se = 100 * d.std(ddof=1) / math.sqrt(d.size)
+    assert e.estimate == pytest.approx(100 * d.mean())
+    assert e.se_runs == 0.0
+    assert e.se == pytest.approx(paired_se, rel=0.03)  # bootstrap noise of a variance at 20k draws
+    assert e.df > 1000  # the items' df: the interval is the paired test's
+    assert e.p == pytest.approx(2 * stats.norm.sf(abs(100 * d.mean()) / paired_se), abs=0.02)
+
+
+def test_equal_item_profiles_reduce_to_welch():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0.5, 0.03, 4), rng.normal(0.48, 0.01, 3)  # per-run scalars: no item level
+    e = compare(a, b, scale=1.0)
+    welch = stats.ttest_ind(a, b, equal_var=False)
+    lo, hi = welch.confidence_interval()
+    assert e.estimate == pytest.approx(a.mean() - b.mean())
+    assert (e.ci_low, e.ci_high) == pytest.approx((lo, hi))
+    assert e.p == pytest.approx(welch.pvalue) and e.welch_p == pytest.approx(welch.pvalue)
+    assert e.se_items == 0.0 and e.n_items == 0
+
+
+def test_equal_arms_and_bit_determinism():
+    rng = np.random.default_rng(2)
+    a, _, base, _ = simulate(rng)
+    e = compare(a, a)
+    assert e.estimate == 0.0 and e.ci_low == -e.ci_high and judge(e, "higher") == "inconclusive"
+    assert compare(a, base=base) == compare(a, base=base)  # seeded: the same interval to the last bit
+
+
+def test_against_a_fixed_base_uses_the_runs_df():
+    rng = np.random.default_rng(3)
+    a, _, base, _ = simulate(rng, n=4)
+    e = compare(a, base=base)
+    run_gain = 100 * (a.mean(axis=1) - base.mean())
+    assert e.estimate == pytest.approx(run_gain.mean())
+    assert e.se_runs == pytest.approx(run_gain.std(ddof=1) / 2)
+    assert e.welch_p == pytest.approx(stats.ttest_1samp(run_gain, 0).pvalue)
+    assert e.df >= 3  # n - 1, more with the item part (here large: the base's own item noise is independent)
+    assert e.se ** 2 >= e.se_runs ** 2
+    assert e.seeds_a == 4 and e.seeds_b == 0 and math.isfinite(e.mcnemar_z)
+
+
+def test_one_seed_claims_no_interval_and_level_quotes_the_unit():
+    rng = np.random.default_rng(4)
+    a, b, _, _ = simulate(rng, n=1)
+    e = compare(a, b)
+    assert math.isnan(e.ci_low) and math.isnan(e.mde) and judge(e, "higher") == "inconclusive"
+    lv = level(np.vstack([a, b]))
+    assert lv.estimate == pytest.approx(np.vstack([a, b]).mean()) and lv.ci_low < lv.estimate < lv.ci_high
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(ValueError, match="same items"):
+        compare([[1, 0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="b has shape"):
+        compare(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match="not both"):
+        compare(np.ones((2, 3)), np.ones((2, 3)), base=np.ones(3))
+
+
+def test_mde_matches_a_power_computation():
+    # at the MDE, the power of the two-sided t-test (noncentral t) is ~80 % for a large df
+    se, df = 1.5, 400
+    d = mde(se, df)
+    crit = stats.t.ppf(0.975, df)
+    power = stats.nct.sf(crit, df, d / se) + stats.nct.cdf(-crit, df, d / se)
+    assert power == pytest.approx(0.80, abs=0.005)
+    assert math.isnan(mde(1.0, math.nan))
+
+
+def test_holm_matches_the_textbook_example():
+    # Holm (1979) step-down: sorted p (0.01, 0.02, 0.03, 0.04) x (4, 3, 2, 1), made monotone
+    assert holm([0.04, 0.01, 0.03, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    out = holm([0.01, float("nan")])
+    assert out[0] == 0.01 and math.isnan(out[1])
+
+
+def test_verdict_vocabulary():
+    rng = np.random.default_rng(5)
+    a, b, _, _ = simulate(rng, n=8, sd_run=0.005, effect=(0.08, 0.0))
+    e = compare(a, b)
+    assert judge(e, "higher") == "reproduced" and judge(e, "lower") == "contradicted"
+    assert judge(e, "none") == "estimate"
+    assert judge(e, "higher", untestable=True) == "not testable at this scale"
+    assert judge(e, "equal", margin=2.0) == "contradicted"
+    same = compare(a, a[::-1])
+    assert judge(same, "equal", margin=2.0) == "reproduced" and judge(same, "equal", margin=1e-9) == "inconclusive"
+    with pytest.raises(ValueError, match="margin"):
+        judge(same, "equal")
+    # Holm: a p of 0.03 alone is reproduced, beside two weaker comparisons it is not
+    verdicts, adjusted = judge_family([e, same, same], ["higher", "higher", "none"])
+    assert verdicts == ["reproduced", "inconclusive", "estimate"] and math.isnan(adjusted[2])
+    assert at_floor_or_ceiling([0.0, 0.01]) and at_floor_or_ceiling([0.99, 1.0]) and not at_floor_or_ceiling([0, 0.5])
