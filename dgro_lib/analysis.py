@@ -4,8 +4,8 @@ Adam is invariant to a constant factor on the loss, up to its epsilon. The [-5,5
 exactly 5x the [-1,1] scheme, and for DGRO's loss (Eq. 4) scaling rewards by c equals scaling the loss by c
 with beta2 replaced by beta2/c. So under Adam a [-5,5] run equals a [-1,1] run with beta2/5, and with beta2
 inert (one update per rollout batch) the two reward ranges give the same updates. :func:`adam_scale_check`
-measures this on identical rollouts instead of asserting it; :func:`reward_range_verdict` states, from the
-trained runs, whether the reward range made a difference beyond seed noise.
+measures this on identical rollouts instead of asserting it; whether the reward range made a difference in the
+trained runs is a claim of :mod:`dgro_lib.papers.dgro_fig1_reward_variance`.
 
 Also here: the base model's tables (:func:`base_model_info`, :func:`base_model_summary`).
 """
@@ -28,7 +28,7 @@ from .losses import compute_advantages, get_loss
 from .rewards import get_scheme, kk_outcome
 from .sampling import sample
 
-__all__ = ["completion_logps", "adam_scale_check", "reward_range_verdict", "RewardRangeVerdict",
+__all__ = ["completion_logps", "adam_scale_check",
            "base_model_info", "base_model_summary"]
 
 
@@ -147,61 +147,6 @@ def adam_scale_check(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class RewardRangeVerdict:
-    """What :func:`reward_range_verdict` concludes; ``str(verdict)`` is the text the notebook prints.
-
-    ``per_scheme``: one row per reward scheme: final_mean / final_std (held-out accuracy over seeds, s.d. with
-    ddof=1, NaN for one seed), seeds, delta_points (pooled, vs the base model) and z (pooled McNemar).
-    ``gap_points``: 100 x (final_mean[high] - final_mean[low]); ``noise_points``: 100 x the largest seed s.d. of
-    any scheme (0 when there is none); ``within_noise``: |gap| <= noise. The three are None when ``low`` or
-    ``high`` was not run.
-    """
-
-    per_scheme: pd.DataFrame
-    low: str
-    high: str
-    gap_points: float | None
-    noise_points: float | None
-    within_noise: bool | None
-
-    def lines(self) -> list[str]:
-        by = self.per_scheme.columns[0]
-        out = [f"{r[by]}: {r['delta_points']:+.2f} points vs base (pooled McNemar z = {r['z']:+.2f})"
-               for _, r in self.per_scheme.iterrows() if not math.isnan(r["delta_points"])]
-        if self.gap_points is not None:
-            out.append(
-                f"{self.high} - {self.low} final accuracy: {self.gap_points:+.2f} points; largest seed s.d. "
-                f"{self.noise_points:.2f} points -> "
-                + ("within seed noise: no reward-range effect (as Adam's scale invariance predicts with beta2 inert)"
-                   if self.within_noise else "a difference larger than the seed s.d."))
-        return out
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-
-def reward_range_verdict(table: pd.DataFrame, finals: pd.DataFrame, *, by: str = "reward.scheme",
-                         low: str = "[-1,1]", high: str = "[-5,5]") -> RewardRangeVerdict:
-    """Does the paper's reward-range effect (``high`` beats ``low``) show up beyond seed noise?
-
-    ``table`` is :func:`dgro_lib.evaluate.paired_improvement_table` (its ``seed == "pooled"`` rows give each
-    scheme's delta_points and z vs the base model); ``finals`` is :attr:`ExperimentResult.finals` (final held-out
-    ``accuracy`` per run). The gap between the two schemes' mean final accuracies is compared with the largest
-    seed standard deviation of any scheme: a gap no larger than that is "within seed noise". See
-    :class:`RewardRangeVerdict` for what is returned.
-    """
-    final = finals.groupby(by, sort=False)["accuracy"].agg(final_mean="mean", final_std="std", seeds="size")
-    pooled = table[table["seed"] == "pooled"].set_index(by)[["delta_points", "z"]]
-    per_scheme = final.join(pooled, how="left").rename_axis(by).reset_index()
-    gap = noise = within = None
-    if {low, high} <= set(final.index):
-        gap = 100 * float(final.loc[high, "final_mean"] - final.loc[low, "final_mean"])
-        noise = 100 * max(float(final["final_std"].fillna(0).max()), 1e-9)
-        within = abs(gap) <= noise
-    return RewardRangeVerdict(per_scheme, low, high, gap, noise, within)
-
-
 # ---------------------------------------------------------------------------------------------
 # the base model (notebooks/00_base_model)
 # ---------------------------------------------------------------------------------------------
@@ -314,28 +259,6 @@ def _points_in_order(result) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-def base_model_claims(summary: pd.DataFrame) -> list[dict]:
-    """Greedy accuracy per people count, with its binomial standard error as the spread."""
-    return [{"claim": f"{int(r.people)} people: greedy accuracy", "value": r.greedy_accuracy,
-             "spread": math.sqrt(max(r.greedy_accuracy * (1 - r.greedy_accuracy), 1e-12) / max(r.n, 1))}
-            for r in summary.itertuples()]
-
-
-def fig1_claims(verdict: RewardRangeVerdict) -> list[dict]:
-    """Per scheme: the final accuracy (spread: its seed s.d.) and the pooled gain over the base in points (spread:
-    the gain / z, its standard error); the high - low gap (spread: the largest seed s.d.)."""
-    by = verdict.per_scheme.columns[0]
-    rows = []
-    for _, r in verdict.per_scheme.iterrows():
-        rows.append({"claim": f"{r[by]}: final accuracy", "value": r["final_mean"], "spread": r["final_std"]})
-        rows.append({"claim": f"{r[by]}: greedy gain over base (points)", "value": r["delta_points"],
-                     "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan})
-    if verdict.gap_points is not None:
-        rows.append({"claim": f"{verdict.high} - {verdict.low} (points)", "value": verdict.gap_points,
-                     "spread": verdict.noise_points})
-    return rows
-
-
 def rl_map_claims(table: pd.DataFrame) -> list[dict]:
     """Per map point: the greedy and the sampled change in points (spread: change / z, its standard error)."""
     rows = []
@@ -345,15 +268,6 @@ def rl_map_claims(table: pd.DataFrame) -> list[dict]:
             rows.append({"claim": f"{r['point']}: {metric} change (points)", "value": d,
                          "spread": abs(d / z) if z else math.nan})
     return rows
-
-
-def pooled_gain_claims(table: pd.DataFrame, *, by: str, metric: str) -> list[dict]:
-    """The pooled rows of a paired table (:func:`~dgro_lib.evaluate.paired_improvement_table` or
-    :func:`~dgro_lib.evaluate.paired_fraction_table`): ``<value>: <metric> gain over base (points)``, spread the
-    gain / z (its standard error)."""
-    pooled = table[table["seed"] == "pooled"]
-    return [{"claim": f"{r[by]}: {metric} gain over base (points)", "value": r["delta_points"],
-             "spread": abs(r["delta_points"] / r["z"]) if r["z"] else math.nan} for _, r in pooled.iterrows()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,89 +321,7 @@ def entropy_fluctuation(metrics: pd.DataFrame, *, by: str = "point", column: str
     return pd.DataFrame(rows)
 
 
-def _label(b1: float, b2: float, keys: Sequence[str]) -> str:
-    return point_labels(pd.DataFrame([{keys[0]: b1, keys[1]: b2}]), keys).iloc[0]
-
-
-def beta_grid_verdicts(finals: pd.DataFrame, metrics: pd.DataFrame, *, keys: Sequence[str] = (
-        "loss.kwargs.beta1", "loss.kwargs.beta2"), z_threshold: float = 3.0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """DGRO Fig. 2's claims tested on a (β1, β2) grid (``finals`` / ``metrics`` of :func:`label_points`, with the
-    sweep columns ``keys``). Returns (verdicts, tests): one row per claim (statement, verdict, evidence) and the
-    seed-paired tests they rest on (:func:`paired_between_points`).
-
-    * Theorem 3.3's reading: at the largest β1, accuracy falls as β2 grows — tested between the smallest and the
-      largest positive β2 (pooled paired z), with the means' order reported;
-    * β2 = 0.01 at β1 = 1 fluctuates most in entropy (:func:`entropy_fluctuation` against every other point);
-    * under Adam only β2/β1 matters (the loss at (cβ1, cβ2) is c times the loss at (β1, β2), and Adam is
-      invariant to a constant factor up to ε and clipping): points of equal ratio compared seed by seed;
-    * what β2 does: each point against β2 = 0 at its β1 (helps / hurts / no detectable effect, |z| > threshold).
-    """
-    b1s = sorted(finals[keys[0]].unique())
-    b2s = sorted(finals[keys[1]].unique())
-    label = {(b1, b2): _label(b1, b2, keys) for b1 in b1s for b2 in b2s}
-    acc = finals.groupby("point")["accuracy"].agg(["mean", "std"])
-    pairs = []
-    top = b1s[-1]
-    positive = [b for b in b2s if b > 0]
-    if len(positive) >= 2:
-        pairs.append((label[(top, positive[0])], label[(top, positive[-1])]))
-    for b1 in b1s:
-        pairs += [(label[(b1, b2)], label[(b1, 0.0)]) for b2 in positive if 0.0 in b2s]
-    ratio = {}
-    for b1, b2 in label:
-        ratio.setdefault(round(b2 / b1, 12), []).append(label[(b1, b2)])
-    same = [tuple(v[:2]) for v in ratio.values() if len(v) >= 2]
-    pairs += same
-    tests = paired_between_points(finals, pairs)
-    t = tests.set_index(["after", "before"])
-    rows = []
-    if len(positive) >= 2:
-        lo, hi = label[(top, positive[0])], label[(top, positive[-1])]
-        r = t.loc[(lo, hi)]
-        means = [acc.loc[label[(top, b)], "mean"] for b in positive]
-        ordered = all(a >= b for a, b in zip(means, means[1:]))
-        verdict = ("reproduced" if r.z > z_threshold and ordered else "reversed" if r.z < -z_threshold
-                   else "not established")
-        rows.append({"statement": f"smaller β2 → higher accuracy when β1 is not small (β1 = {top:g}; DGRO §4.3, "
-                                  "Theorem 3.3)", "verdict": verdict,
-                     "evidence": f"β2 = {positive[0]:g} vs {positive[-1]:g}: {r.delta_points:+.2f} points, pooled "
-                                 f"paired z {r.z:+.2f} ({int(r.fixed)} / {int(r.broken)}); means by β2 "
-                                 + ", ".join(f"{b:g}: {100 * m:.2f} %" for b, m in zip(positive, means))
-                                 + ("" if ordered else " (not in order)")})
-    fl = entropy_fluctuation(metrics)
-    f = fl.groupby("point")["fluctuation"].agg(["mean", "std"])
-    key = label.get((1.0, 0.01))
-    if key is not None and key in f.index:
-        others = f.drop(index=key)
-        margin = 2 * float(f["std"].fillna(0).max())
-        verdict = ("reproduced" if f.loc[key, "mean"] > others["mean"].max() + margin
-                   else "not reproduced" if f.loc[key, "mean"] < others["mean"].max() else "not established")
-        rows.append({"statement": "(β1, β2) = (1, 0.01) shows entropy fluctuations (DGRO Fig. 2c)", "verdict": verdict,
-                     "evidence": f"s.d. of step-to-step entropy change: {f.loc[key, 'mean']:.4f} against "
-                                 f"{others['mean'].min():.4f}–{others['mean'].max():.4f} at the other points "
-                                 f"(largest seed s.d. {f['std'].max():.4f})"})
-    for a, b in same:
-        r = t.loc[(a, b)]
-        gap = abs(acc.loc[a, "mean"] - acc.loc[b, "mean"]) * 100
-        noise = 100 * float(acc["std"].fillna(0).max())
-        rows.append({"statement": f"only β2/β1 matters under Adam: {a} ≡ {b}",
-                     "verdict": "holds" if abs(r.z) < z_threshold and gap <= max(noise, 1e-9) else "differs",
-                     "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f}, "
-                                 f"{int(r.fixed + r.broken)} discordant puzzles over {int(r.seeds)} seeds; mean gap "
-                                 f"{gap:.2f} points vs seed s.d. {noise:.2f}"})
-    for b1 in b1s:
-        for b2 in positive:
-            if 0.0 not in b2s:
-                break
-            r = t.loc[(label[(b1, b2)], label[(b1, 0.0)])]
-            effect = "helps" if r.z > z_threshold else "hurts" if r.z < -z_threshold else "no detectable effect"
-            rows.append({"statement": f"β2 = {b2:g} against β2 = 0 at β1 = {b1:g}", "verdict": effect,
-                         "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f} "
-                                     f"({int(r.fixed)} / {int(r.broken)})"})
-    return pd.DataFrame(rows), tests
-
-
-__all__ += ["label_points", "paired_between_points", "entropy_fluctuation", "beta_grid_verdicts"]
+__all__ += ["label_points", "paired_between_points", "entropy_fluctuation"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,39 +347,7 @@ def method_labels(df: pd.DataFrame, *, loss: dict | None = None) -> pd.Series:
     return df.apply(one, axis=1)
 
 
-def method_verdicts(finals: pd.DataFrame, base: dict, *, reference: str = "GRPO", weakest: str = "Online DPO",
-                    z_threshold: float = 3.0, length_tolerance: float = 0.10) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """DGRO Fig. 3's claims from the trained methods (``finals`` with a ``point`` column of :func:`method_labels`
-    and each run's held-out ``mean_length``; ``base`` the base model's evaluation). Returns (verdicts, tests):
-
-    * every DGRO arm against ``reference`` (GRPO), and ``reference`` against ``weakest`` (online DPO): seed-paired
-      McNemar pooled over seeds (:func:`paired_between_points`); *reproduced* when z > ``z_threshold``,
-      *reversed* when z < −threshold, else *not established*;
-    * "DGRO does not lengthen responses": each DGRO arm's mean held-out greedy response length against the base
-      model's on the same puzzles; *holds* when no longer than (1 + ``length_tolerance``) × the base's.
-    """
-    dgro = [p for p in dict.fromkeys(finals["point"]) if p.startswith("DGRO")]
-    pairs = [(p, reference) for p in dgro] + [(reference, weakest)]
-    tests = paired_between_points(finals, pairs)
-    rows = []
-    for r in tests.itertuples():
-        verdict = "reproduced" if r.z > z_threshold else "reversed" if r.z < -z_threshold else "not established"
-        rows.append({"statement": f"{r.after} > {r.before}", "verdict": verdict,
-                     "evidence": f"{r.delta_points:+.2f} points, pooled paired z {r.z:+.2f} ({int(r.fixed)} / "
-                                 f"{int(r.broken)} over {int(r.seeds)} seeds)"})
-    base_len = float(base["summary"]["mean_length"])
-    lengths = finals.groupby("point")["mean_length"].agg(["mean", "std"])
-    for p in dgro:
-        ratio = lengths.loc[p, "mean"] / base_len
-        rows.append({"statement": f"{p} does not lengthen responses", "verdict":
-                     "holds" if ratio <= 1 + length_tolerance else "fails",
-                     "evidence": f"held-out greedy response length {lengths.loc[p, 'mean']:.1f} ± "
-                                 f"{lengths.loc[p, 'std']:.1f} tokens against the base's {base_len:.1f} "
-                                 f"(× {ratio:.3f})"})
-    return pd.DataFrame(rows), tests
-
-
-__all__ += ["METHOD_NAMES", "method_labels", "method_verdicts"]
+__all__ += ["METHOD_NAMES", "method_labels"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,35 +425,6 @@ def kk_size_wide(long: pd.DataFrame, *, paper: pd.DataFrame | None = DGRO_TABLE2
     return wide
 
 
-def table2_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
-    """One verdict per (model, people) (:func:`paired_verdict`: *not testable at this scale* where the base and the
-    model score 0, a size the miniature cannot solve); the size's place in training (in / out of distribution for
-    this model) beside it."""
-    rows = []
-    for r in tests.itertuples():
-        model_row = long[(long["model"] == r.model) & (long["people"] == r.people)].iloc[0]
-        rows.append({"model": r.model, "people": r.people,
-                     "split": "in training" if model_row["in_training"] else "out of distribution",
-                     "verdict": paired_verdict(r, model_row["pass@1"], z_threshold=z_threshold),
-                     "evidence": paired_evidence(r)})
-    return pd.DataFrame(rows)
-
-
-def paired_verdict(test, accuracy: float, *, z_threshold: float = 3.0) -> str:
-    """The verdict of one pooled paired test against the base (a row with ``acc_before`` and ``z``; ``accuracy`` the
-    model's mean over seeds): *improves* / *hurts* when z passes ±threshold, *no change* otherwise, and *not testable
-    at this scale* when the base and the model both score 0, or both 1 (no room either way)."""
-    if {test.acc_before, accuracy} <= {0.0} or {test.acc_before, accuracy} <= {1.0}:
-        return "not testable at this scale"
-    return "improves" if test.z > z_threshold else "hurts" if test.z < -z_threshold else "no change"
-
-
-def paired_evidence(test) -> str:
-    """``"42.0 % -> 50.0 % (+8.00 points, pooled z +2.50, 12 / 4)"`` for a pooled paired-test row."""
-    return (f"{100 * test.acc_before:.1f} % -> {100 * test.acc_after:.1f} % ({test.delta_points:+.2f} points, "
-            f"pooled z {test.z:+.2f}, {int(test.fixed)} / {int(test.broken)})")
-
-
-__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide", "table2_verdicts", "paired_verdict",
+__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide",
             "paired_evidence"]
 

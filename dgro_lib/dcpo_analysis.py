@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-__all__ = ["select_backbone", "MethodSweep", "method_sweep", "sweep_figures", "entropy_curves_figure", "grid_verdicts", "table2_verdicts",
-           "h0_verdicts", "ablation_verdicts", "per_benchmark", "pass_at_k_frame", "policy_entropy", "round_significant", "sweep_labels", "paired_tests_between", "entropy_endpoints",
-           "entropy_contrasts", "temperature_phases", "paired_verdict_row", "contrast_verdict_row"]
+__all__ = ["select_backbone", "MethodSweep", "method_sweep", "sweep_figures", "entropy_curves_figure",
+           "per_benchmark", "pass_at_k_frame", "policy_entropy", "round_significant", "sweep_labels", "paired_tests_between", "entropy_endpoints",
+           "entropy_contrasts", "temperature_phases"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,20 +174,6 @@ def paired_tests_between(finals: pd.DataFrame, sampled: pd.DataFrame | None, pai
     return pd.DataFrame(rows)
 
 
-def paired_verdict_row(test, statement: str, *, metric: str, expect: str = "higher", z_threshold: float = 3.0
-                       ) -> dict[str, str]:
-    """A verdict on "``after`` scores ``expect`` (higher / lower) than ``before``" from one row of
-    :func:`paired_tests_between` on ``metric`` (``greedy`` / ``sampled``): *reproduced* when the z passes
-    ±``z_threshold`` in the expected direction, *reversed* when it passes it in the other, else *not established*."""
-    z, d = getattr(test, f"{metric}_z"), getattr(test, f"{metric}_delta_points")
-    sign = 1 if expect == "higher" else -1
-    verdict = "reproduced" if sign * z > z_threshold else "reversed" if sign * z < -z_threshold else "not established"
-    return {"statement": statement, "metric": metric, "verdict": verdict,
-            "evidence": f"{test.after} {100 * getattr(test, f'{metric}_after'):.2f} % vs {test.before} "
-                        f"{100 * getattr(test, f'{metric}_before'):.2f} %: {d:+.2f} points, pooled paired z {z:+.2f} "
-                        f"over {int(test.seeds)} seeds"}
-
-
 # ---------------------------------------------------------------------------------------------
 # Entropy: where it ends, against a reference method; DCPO's temperature rule
 # ---------------------------------------------------------------------------------------------
@@ -228,21 +214,6 @@ def _t(d: np.ndarray) -> float:
         return math.nan
     se = float(np.std(d, ddof=1) / math.sqrt(len(d)))
     return float(np.mean(d) / se) if se > 0 else math.copysign(math.inf, float(np.mean(d))) if np.mean(d) else 0.0
-
-
-def contrast_verdict_row(c, statement: str, *, expect: str, t_threshold: float = 2.0) -> dict[str, str]:
-    """A verdict on "``point``'s entropy ends ``expect`` (higher / lower) than the reference's" from one row of
-    :func:`entropy_contrasts`: *reproduced* when the seed-paired t of the end-of-training difference passes
-    ±``t_threshold`` in the expected direction, *reversed* when it passes it the other way, *not established*
-    otherwise."""
-    sign = 1 if expect == "higher" else -1
-    t = c.t
-    verdict = ("reproduced" if sign * t > t_threshold else "reversed" if sign * t < -t_threshold
-               else "not established")
-    return {"statement": statement, "metric": "entropy", "verdict": verdict,
-            "evidence": f"last fifth {c.last:.4f} vs {c.reference} {c.reference_last:.4f} nats/token "
-                        f"(x {c.last_ratio:.3f}; seed-paired t {t:+.2f}, {int(c.seeds)} seeds); over training "
-                        f"{c.first:.4f} -> {c.last:.4f}"}
 
 
 def temperature_phases(metrics: pd.DataFrame, *, by: str = "point", entropy_base: float | dict | None = None
@@ -417,107 +388,3 @@ def sweep_figures(sweep: MethodSweep, out, *, stem: str, title: str, entropy_bas
 
 
 # ---------------------------------------------------------------------------------------------
-# The papers' claims as verdicts
-# ---------------------------------------------------------------------------------------------
-
-def _pairs_tests(sweep: MethodSweep, pairs):
-    return paired_tests_between(sweep.finals, sweep.sampled[sweep.sampled["run"] != "base"], pairs)
-
-
-def grid_verdicts(sweep: MethodSweep, *, reference: str = "GRPO", holds: str = "J3", collapses: str = "J4"
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """DCPO Table 1 / Fig. 1: "``holds`` (J3) holds the entropy", "``collapses`` (J4) collapses it", each measured
-    against ``reference`` (GRPO, the same runs without a regularizer) at the end of training, and J3 against J4
-    directly; plus each J against GRPO in accuracy (sampled and greedy; the paper's figure also plots accuracy).
-    Returns (verdicts, entropy contrasts, paired accuracy tests)."""
-    ends = entropy_endpoints(sweep.labelled.metrics)
-    contrasts = entropy_contrasts(ends, reference)
-    c = contrasts.set_index("point")
-    rows = [contrast_verdict_row(c.loc[[holds]].reset_index().iloc[0], f"{holds} holds entropy above {reference}",
-                                 expect="higher"),
-            contrast_verdict_row(c.loc[[collapses]].reset_index().iloc[0],
-                                 f"{collapses} collapses entropy below {reference}", expect="lower")]
-    direct = entropy_contrasts(ends, collapses).set_index("point").loc[[holds]].reset_index().iloc[0]
-    rows.append(contrast_verdict_row(direct, f"{holds} ends with more entropy than {collapses}", expect="higher"))
-    others = [p for p in sweep.labels if p != reference]
-    tests = _pairs_tests(sweep, [(p, reference) for p in others])
-    for t in tests.itertuples():
-        for metric in ("sampled", "greedy"):
-            rows.append(paired_verdict_row(t, f"{t.after} more accurate than {reference}", metric=metric))
-    return pd.DataFrame(rows), contrasts, tests
-
-
-def table2_verdicts(sweep: MethodSweep, *, method: str = "DCPO", contest: Sequence[str] = (), k: int | None = None
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """DCPO Tables 2-3: ``method`` against every other method, seed-paired on the same problems: avg@k (the paper's
-    metric, sampled) and greedy pass@1; "best average" is *reproduced* only when every comparison is. With
-    ``contest`` benchmarks and ``k``: pass@k on those problems against each method (Table 3). Returns (verdicts,
-    tests)."""
-    others = [p for p in sweep.labels if p != method]
-    tests = _pairs_tests(sweep, [(method, p) for p in others]).assign(metric_set="all problems")
-    rows = [paired_verdict_row(t, f"{method} more accurate than {t.before}", metric=m)
-            for t in tests.itertuples() for m in ("sampled", "greedy")]
-    samp = [r for r in rows if r["metric"] == "sampled"]
-    rows.append({"statement": f"{method} has the best average (sampled avg@k above every other method)",
-                 "metric": "sampled", "verdict": "reproduced" if all(r["verdict"] == "reproduced" for r in samp)
-                 else "reversed" if all(r["verdict"] == "reversed" for r in samp) else "not established",
-                 "evidence": "; ".join(f"{r['statement'].split(' than ')[1]}: {r['verdict']}" for r in samp)})
-    if contest and k:
-        n = int(sweep.cfg.extra["sampled_eval"]["n_samples"])
-        idx = [i for i, s in enumerate(sweep.sources[:len(sweep.sampled["correct"].iloc[0])])
-               if s.split("/", 1)[-1] in contest]
-        if not idx:
-            raise ValueError(f"contest benchmarks {list(contest)}: none among the evaluated problems")
-        pk = pass_at_k_frame(sweep.sampled[sweep.sampled["run"] != "base"], n, k)
-        pk = pk.assign(correct=[[c[i] for i in idx] for c in pk["correct"]])
-        ptests = paired_tests_between(sweep.finals, pk,
-                                      [(method, p) for p in others])
-        ptests = ptests.assign(metric_set=f"pass@{k} on {', '.join(contest)}")
-        for t in ptests.itertuples():
-            r = paired_verdict_row(t, f"{method} pass@{k} on {', '.join(contest)} above {t.before}", metric="sampled")
-            rows.append(r | {"metric": f"pass@{k}"})
-        tests = pd.concat([tests, ptests], ignore_index=True)
-    return pd.DataFrame(rows), tests
-
-
-def h0_verdicts(sweep: MethodSweep, h0_values: Sequence[float], *, default: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """DCPO Table 4 / Fig. 2 ("moderate exploration is best": the smallest H0 of the grid scores best and raising H0
-    beyond the default lowers the average): the best grid point by sampled avg@k, each larger-than-default H0
-    against the default, and the best against every other point. ``h0_values`` in the order of the sweep's labels.
-    Returns (verdicts, tests)."""
-    label_of = dict(zip(h0_values, sweep.labels))
-    s = sweep.sampled[sweep.sampled["run"] != "base"]
-    means = s.assign(acc=[float(np.mean(c)) for c in s["correct"]]).groupby("point")["acc"].mean()
-    best = means.reindex(sweep.labels).idxmax()
-    pairs = [(label_of[h], label_of[default]) for h in h0_values if h > default]
-    pairs += [(best, p) for p in sweep.labels if p != best]
-    tests = _pairs_tests(sweep, pairs)
-    rows = []
-    for t in tests.iloc[:len([h for h in h0_values if h > default])].itertuples():
-        rows.append(paired_verdict_row(t, f"raising H0 beyond the default lowers accuracy ({t.after} vs {t.before})",
-                                       metric="sampled", expect="lower"))
-    wins = tests.iloc[len(rows):]
-    best_h = [h for h, lab in label_of.items() if lab == best][0]
-    moderate = best_h <= default
-    sig = all(w.sampled_z > 3.0 for w in wins.itertuples())
-    rows.append({"statement": "a moderate H0 (at or below the default) scores best", "metric": "sampled",
-                 "verdict": ("reproduced" if moderate and sig else "reversed" if not moderate and sig
-                             else "not established"),
-                 "evidence": f"best sampled avg@k: {best} ({100 * means[best]:.2f} %); against the others: "
-                             + ", ".join(f"{w.before} {w.sampled_delta_points:+.2f} points (z {w.sampled_z:+.2f})"
-                                         for w in wins.itertuples())})
-    return pd.DataFrame(rows), tests
-
-
-def ablation_verdicts(sweep: MethodSweep, *, full: str = "DCPO") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """DCPO Table 5: each ablation against the full method: "loses accuracy" (sampled avg@k and greedy) and
-    "collapses entropy" (end-of-training H below the full method's, seed-paired). Returns (verdicts, tests,
-    entropy contrasts)."""
-    ablations = [p for p in sweep.labels if p != full]
-    tests = _pairs_tests(sweep, [(p, full) for p in ablations])
-    rows = [paired_verdict_row(t, f"{t.after} loses accuracy against {full}", metric=m, expect="lower")
-            for t in tests.itertuples() for m in ("sampled", "greedy")]
-    contrasts = entropy_contrasts(entropy_endpoints(sweep.labelled.metrics), full)
-    for c in contrasts[contrasts["point"] != full].itertuples():
-        rows.append(contrast_verdict_row(c, f"{c.point} collapses entropy (ends below {full})", expect="lower"))
-    return pd.DataFrame(rows), tests, contrasts

@@ -11,11 +11,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .analysis import method_labels, paired_evidence, paired_verdict
+from .analysis import method_labels
 from .evaluate import paired_fraction_table, paired_improvement_table
 
-__all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide", "benchmark_verdicts",
-           "entropy_trend", "entropy_trend_verdicts", "run_labels", "carry_probabilities", "sampled_benchmark_verdicts",
+__all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide",
+           "entropy_trend", "run_labels", "carry_probabilities",
            "carry_table"]
 
 # DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
@@ -87,49 +87,6 @@ def math_benchmark_wide(long: pd.DataFrame, *, value: str = "pass@1") -> pd.Data
     return wide.reset_index().assign(source="measured here")
 
 
-def benchmark_verdicts(tests: pd.DataFrame, long: pd.DataFrame, *, z_threshold: float = 3.0) -> pd.DataFrame:
-    """One verdict per (model, benchmark), by :func:`dgro_lib.analysis.paired_verdict`."""
-    rows = []
-    for r in tests.itertuples():
-        acc = long[(long["model"] == r.model) & (long["benchmark"] == r.benchmark)].iloc[0]["pass@1"]
-        rows.append({"model": r.model, "benchmark": r.benchmark,
-                     "verdict": paired_verdict(r, acc, z_threshold=z_threshold), "evidence": paired_evidence(r)})
-    return pd.DataFrame(rows)
-
-
-def sampled_benchmark_verdicts(sampled: pd.DataFrame, finals: pd.DataFrame, sources: Sequence[str], *,
-                               z_threshold: float = 3.0) -> pd.DataFrame:
-    """Per (model, benchmark) and over all problems, the verdict on the *sampled* pass@1 (avg@k, the paper's pass@1)
-    against the base: the paired z of the per-problem change in the fraction of correct samples, averaged over seeds
-    (:func:`~dgro_lib.evaluate.paired_fraction_table`), judged by :func:`dgro_lib.analysis.paired_verdict`.
-
-    ``sampled``: :func:`~dgro_lib.experiment.evaluate_runs` under the sampled protocol (``run``, ``correct`` = the
-    per-problem fractions; the ``run == "base"`` row is the base model); ``finals``: the runs with their ``point``
-    (the model's label; ``sampled`` has the ``seed`` column); ``sources``: the held-out problems' sources in order
-    (the sampled protocol reads a prefix).
-    Columns: model, benchmark, verdict, evidence, z, delta_points."""
-    base = sampled.loc[sampled["run"] == "base", "correct"]
-    if len(base) != 1:
-        raise ValueError(f"sampled: expected one base row (run == 'base'), found {len(base)}")
-    base = np.asarray(base.iloc[0], dtype=float)
-    if len(sources) < len(base):
-        raise ValueError(f"sources: {len(sources)} entries, the sampled evaluation read {len(base)} problems")
-    names = np.array([_benchmark_name(s) for s in sources[:len(base)]])
-    runs = sampled[sampled["run"] != "base"].merge(finals[["run", "point"]], on="run")
-    rows = []
-    for bench in [*dict.fromkeys(names), "all"]:
-        keep = np.ones(len(names), bool) if bench == "all" else names == bench
-        sub = runs.assign(correct=[np.asarray(c, dtype=float)[keep] for c in runs["correct"]])
-        table = paired_fraction_table(sub, base[keep], by="point")
-        for r in table[table["seed"] == "pooled"].itertuples():
-            rows.append({"model": r.point, "benchmark": bench,
-                         "verdict": paired_verdict(r, r.acc_after, z_threshold=z_threshold),
-                         "evidence": f"{100 * r.acc_before:.1f} % -> {100 * r.acc_after:.1f} % "
-                                     f"({r.delta_points:+.2f} points, paired z {r.z:+.2f}, {int(keep.sum())} problems)",
-                         "z": r.z, "delta_points": r.delta_points})
-    return pd.DataFrame(rows, columns=["model", "benchmark", "verdict", "evidence", "z", "delta_points"])
-
-
 def entropy_trend(metrics: pd.DataFrame, *, by: str = "point", column: str = "entropy", fraction: float = 0.2
                   ) -> pd.DataFrame:
     """Whether ``column`` rises over training, per run: its mean over the last ``fraction`` of the logged steps
@@ -143,25 +100,6 @@ def entropy_trend(metrics: pd.DataFrame, *, by: str = "point", column: str = "en
         first, last = float(v[column].iloc[:k].mean()), float(v[column].iloc[-k:].mean())
         rows.append({by: point, "seed": seed, "run": run, "first": first, "last": last, "change": last - first,
                      "relative": (last - first) / first if first else math.nan})
-    return pd.DataFrame(rows)
-
-
-def entropy_trend_verdicts(trend: pd.DataFrame, *, by: str = "point") -> pd.DataFrame:
-    """Per ``by`` value: *rises* when every seed's entropy rises (``change`` > 0) and the seed mean of the change is
-    more than 2 standard errors above 0; *falls* symmetrically; *no clear trend* otherwise. The evidence gives the
-    mean relative change and the per-seed changes."""
-    rows = []
-    for point, g in trend.groupby(by, sort=False):
-        c = g["change"].to_numpy()
-        se = float(np.std(c, ddof=1) / np.sqrt(len(c))) if len(c) > 1 else math.inf
-        t = float(np.mean(c) / se) if se > 0 else math.copysign(math.inf, float(np.mean(c)))
-        verdict = ("rises" if (c > 0).all() and t > 2 else "falls" if (c < 0).all() and t < -2
-                   else "no clear trend")
-        rows.append({by: point, "verdict": verdict, "mean_change": float(np.mean(c)), "t": t,
-                     "mean_relative": float(g["relative"].mean()),
-                     "evidence": f"first {g['first'].mean():.4f} -> last {g['last'].mean():.4f} "
-                                 f"({100 * g['relative'].mean():+.1f} %; per seed "
-                                 + ", ".join(f"{x:+.4f}" for x in c) + f"; t = {t:+.2f})"})
     return pd.DataFrame(rows)
 
 

@@ -34,7 +34,8 @@ output_dir = None  # default: ../outputs/<profile>/00_base_model
 import json
 from pathlib import Path
 
-from dgro_lib.analysis import base_model_claims, base_model_info, base_model_summary
+from dgro_lib.analysis import base_model_info, base_model_summary
+from dgro_lib.papers.miniature_map import base_model_claims
 from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import base_model_tables

@@ -41,8 +41,9 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.analysis import rl_map_claims, rl_map_table
-from dgro_lib.report.claims import write_claims
+from dgro_lib.analysis import rl_map_table
+from dgro_lib.papers.miniature_map import map_claims
+from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_base_candidates, evaluate_runs, run_experiment
 from dgro_lib.manifest import atomic_write
@@ -81,12 +82,11 @@ save_figure(fig, table, out / "rl_map")
 fig
 
 # %% [markdown]
-# ## Verdict
-# Computed from the table: the points where RL raised accuracy beyond noise (pooled z > 3), for each metric.
+# ## Estimates
+# Each point's greedy and sampled change against its own base model, as a run-level estimate: the difference of run
+# means with its 95 % interval over seeds and puzzles (`dgro_lib.report.inference`). A map has no paper direction,
+# so these are estimates, not verdicts; the pooled McNemar z beside them is the items-only view.
 
 # %%
-write_claims(out, rl_map_claims(table))  # what `make reproduce` compares with the reference results
-for metric in ("greedy", "sampled"):
-    gains = table[table[f"{metric}_z"] > 3]["point"].tolist()
-    losses = table[table[f"{metric}_z"] < -3]["point"].tolist()
-    print(f"{metric}: significant gain at {gains or 'no point'}; significant loss at {losses or 'no point'}")
+claims = write_claims(out, map_claims(result, sampled, list(cfg.sweep)))  # compared by `make reproduce`
+print(format_claims(claims))

@@ -13,6 +13,7 @@
 #     name: python3
 # ---
 
+# %%
 
 # %% [markdown]
 # # DCPO Table 1 / Fig. 1: samples or distributions? The J1-J4 regularizers on top of GRPO
@@ -39,9 +40,10 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.report.claims import write_claims
+from dgro_lib.papers.dcpo_fig1_grid import claims
+from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.dcpo_analysis import grid_verdicts, method_sweep, sweep_figures, temperature_phases
+from dgro_lib.dcpo_analysis import method_sweep, sweep_figures, temperature_phases
 from dgro_lib.experiment import evaluate_runs, run_experiment
 
 cfg = load_config(find_params("dcpo_fig1_grid", profile))
@@ -73,17 +75,13 @@ phases.round(4)
 
 # %% [markdown]
 # ## Verdicts
-# Entropy: the seed-paired t of the end-of-training difference (±2); accuracy: seed-paired z (±3)
-# (`dgro_lib.dcpo_analysis.grid_verdicts`).
+# Each claim is a run-level comparison (`dgro_lib.papers.dcpo_fig1_grid`): the difference of run means with its 95 %
+# interval over seeds and problems, judged by one rule (*reproduced* when the interval excludes 0 in the paper's
+# direction, *contradicted* the other way, *inconclusive* when it holds 0), Holm-corrected over the notebook's
+# claims, with the minimum detectable effect of these seeds. The pooled McNemar z is the items-only view.
+# Entropy: each run's mean H over the last fifth of training (per-run scalars).
 
 # %%
-verdicts, contrasts, tests = grid_verdicts(sweep)
-verdicts.to_csv(out / "verdicts.csv", index=False)
-contrasts.to_csv(out / "fig1_entropy.csv", index=False)
-tests.to_csv(out / "fig1_paired_tests.csv", index=False)
-write_claims(out, [{"claim": f"{c.point}: end-of-training H / GRPO's", "value": c.last_ratio, "spread": float("nan")}
-                   for c in contrasts.itertuples()]
-             + [{"claim": f"{r.after} - {r.before}, sampled (points)", "value": r.sampled_delta_points,
-                 "spread": float("nan")} for r in tests.itertuples()])
-for row in verdicts.itertuples():
-    print(f"[{row.verdict.upper()}] {row.statement} ({row.metric})\n    {row.evidence}")
+table = write_claims(out, claims(sweep))
+print(format_claims(table, verdicts_only=True))
+table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)

@@ -41,8 +41,9 @@ workers = None  # parallel runs and evaluations (default: the params file's `wor
 from functools import partial
 from pathlib import Path
 
-from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels, table2_verdicts
-from dgro_lib.report.claims import paired_claims, write_claims
+from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels
+from dgro_lib.papers.dgro_table2_kk import claims
+from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import kk_size_figure, save_figure
@@ -82,12 +83,12 @@ fig
 
 # %% [markdown]
 # ## Verdicts
-# Each DGRO range against the base model at each size: *improves* / *hurts* when the pooled McNemar z passes ±3,
-# *no change* otherwise, *not testable at this scale* when the base and every seed score 0 there.
+# Each DGRO range against the base model at each size (`dgro_lib.papers.dgro_table2_kk`): the difference of run
+# means with its 95 % interval over seeds and puzzles, judged by one rule (*reproduced* / *contradicted* /
+# *inconclusive*; *not testable at this scale* where the base and the model both score 0), Holm-corrected over the
+# table's claims, with the minimum detectable effect of these seeds. The pooled McNemar z is the items-only view.
 
 # %%
-verdicts = table2_verdicts(tests, long)
-verdicts.to_csv(out / "verdicts.csv", index=False)
-write_claims(out, paired_claims(tests, "{model}, {people:.0f} people: pass@1 change (points)"))
-for row in verdicts.itertuples():
-    print(f"[{row.verdict.upper()}] {row.model}, {row.people} people ({row.split}): {row.evidence}")
+table = write_claims(out, claims(evals, labeler=labeler, train_people=cfg.data.train_people))
+print(format_claims(table, verdicts_only=True))
+table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "mde", "p_holm", "mcnemar_z", "note"]].round(3)

@@ -47,7 +47,8 @@ import numpy as np
 import pandas as pd
 
 from dgro_lib import theory
-from dgro_lib.report.claims import write_claims
+from dgro_lib.papers.dgro_theory import claims
+from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.manifest import finish_manifest, write_manifest
 from dgro_lib.plots import gradient_bounds_figure, save_figure, soft_value_figure
@@ -143,18 +144,7 @@ bandit
 # %%
 verdicts = theory.verdicts(violations=violations, sweep=sweep, lemma31=lemma31, lemma32=lemma32, lemma_e2=lemma_e2,
                            thm34=cases, bandit=bandit)
-verdicts.to_csv(out / "verdicts.csv", index=False)
-v = violations.set_index("bound")
-write_claims(out, [
-    {"claim": "theorem33_violations", "value": v.loc["Theorem 3.3", "violations"], "spread": float("nan")},
-    {"claim": "theorem_e1_violation_fraction", "value": v.loc["Theorem E.1", "violations"] / len(sweep),
-     "spread": float("nan")},
-    {"claim": "hoeffding_violations", "value": v.loc["Hoeffding", "violations"], "spread": float("nan")},
-    {"claim": "theorem34_pg_max_ratio", "value": float((cases.pg_norm / cases.pg_bound).max()), "spread": float("nan")},
-    {"claim": "eq10_printed_sign_max_error", "value": float(cases.eq10_minus_sign_error.max()), "spread": float("nan")},
-    {"claim": "holds", "value": int((verdicts.verdict == "holds").sum()), "spread": float("nan")},
-    {"claim": "fails", "value": int((verdicts.verdict == "fails").sum()), "spread": float("nan")},
-])
+table = write_claims(out, claims(verdicts, violations, sweep, cases))  # one claims file: statements and numbers
 finish_manifest(out / "manifest.json")
 for row in verdicts.itertuples():
     print(f"[{row.verdict.upper()}] {row.statement}\n    {row.evidence}"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from dgro_lib.analysis import adam_scale_check, base_model_info, base_model_summary, reward_range_verdict
+from dgro_lib.analysis import adam_scale_check, base_model_info, base_model_summary
 from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.data import kk
 from dgro_lib.data.trace import completion_text
@@ -55,52 +55,6 @@ def test_reward_scale_under_adam_and_sgd(monkeypatch):
 def _finals(accs: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame([{"reward.scheme": s, "seed": i, "accuracy": a} for s, v in accs.items()
                          for i, a in enumerate(v)])
-
-
-def _pooled(rows: dict[str, tuple[float, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"reward.scheme": s, "seed": "pooled", "delta_points": d, "z": z}
-                         for s, (d, z) in rows.items()])
-
-
-def test_reward_range_verdict_within_seed_noise():
-    finals = _finals({"[-1,1]": [0.40, 0.44], "[-3,3]": [0.50, 0.50], "[-5,5]": [0.43, 0.45]})
-    table = _pooled({"[-1,1]": (2.0, 1.5), "[-3,3]": (10.0, 4.0), "[-5,5]": (4.0, 2.5)})
-    v = reward_range_verdict(table, finals)
-    # means 0.42 / 0.50 / 0.44, s.d. (ddof 1) 0.04/sqrt2 / 0 / 0.02/sqrt2: gap 2 points <= 2.83 points
-    assert v.gap_points == pytest.approx(2.0) and v.noise_points == pytest.approx(4 / math.sqrt(2))
-    assert v.within_noise is True
-    t = v.per_scheme.set_index("reward.scheme")
-    assert list(t.index) == ["[-1,1]", "[-3,3]", "[-5,5]"]
-    assert t.loc["[-5,5]", "final_mean"] == pytest.approx(0.44)
-    assert t.loc["[-1,1]", "final_std"] == pytest.approx(0.04 / math.sqrt(2))
-    assert (t.loc["[-3,3]", "delta_points"], t.loc["[-3,3]", "z"], t.loc["[-3,3]", "seeds"]) == (10.0, 4.0, 2)
-    text = str(v)
-    assert "[-3,3]: +10.00 points vs base (pooled McNemar z = +4.00)" in text
-    assert "[-5,5] - [-1,1] final accuracy: +2.00 points; largest seed s.d. 2.83 points -> within seed noise" in text
-
-
-def test_reward_range_verdict_beyond_noise_and_missing_scheme():
-    finals = _finals({"[-1,1]": [0.40, 0.41], "[-5,5]": [0.50, 0.51]})
-    v = reward_range_verdict(_pooled({"[-1,1]": (1.0, 0.5), "[-5,5]": (11.0, 5.0)}), finals)
-    assert v.gap_points == pytest.approx(10.0) and v.within_noise is False
-    assert "a difference larger than the seed s.d." in str(v)
-    # one seed: s.d. is NaN, counted as 0 noise; with [-5,5] absent there is no gap to judge
-    v = reward_range_verdict(_pooled({"[-1,1]": (1.0, 0.5)}), _finals({"[-1,1]": [0.4]}))
-    assert v.gap_points is None and v.within_noise is None and "final accuracy" not in str(v)
-    assert math.isnan(v.per_scheme.loc[0, "final_std"])
-
-
-def test_reward_range_verdict_reads_the_paired_table():
-    base = [False] * 6 + [True] * 4
-    finals = pd.DataFrame([
-        {"reward.scheme": "[-1,1]", "seed": 0, "correct": [True] + [False] * 5 + [True] * 4},  # +1
-        {"reward.scheme": "[-5,5]", "seed": 0, "correct": [True] * 3 + [False] * 3 + [True] * 4},  # +3
-    ]).assign(accuracy=lambda d: d["correct"].map(lambda c: sum(c) / len(c)))
-    v = reward_range_verdict(paired_improvement_table(finals, base, by="reward.scheme"), finals)
-    t = v.per_scheme.set_index("reward.scheme")
-    assert t.loc["[-5,5]", "delta_points"] == pytest.approx(30.0)
-    assert t.loc["[-5,5]", "z"] == pytest.approx(3 / math.sqrt(3))
-    assert v.gap_points == pytest.approx(20.0) and v.within_noise is False  # one seed each: no noise estimate
 
 
 def test_base_model_summary_matches_a_hand_count():
@@ -177,29 +131,6 @@ def test_entropy_fluctuation_is_the_sd_of_step_differences():
     assert entropy_fluctuation(m)["fluctuation"].iloc[0] == pytest.approx(pd.Series([2.0, -1.0, 3.0]).std())
 
 
-def test_beta_grid_verdicts_read_the_claims_from_the_numbers():
-    from dgro_lib.analysis import beta_grid_verdicts
-
-    acc = {(0.1, 0.0): 0.5, (0.1, 0.01): 0.55, (0.1, 0.1): 0.5, (0.1, 1.0): 0.45,
-           (1.0, 0.0): 0.5, (1.0, 0.01): 0.65, (1.0, 0.1): 0.55, (1.0, 1.0): 0.5}
-    finals = _grid_finals(acc)
-    metrics = pd.DataFrame([{"point": p, "seed": s, "run": f"{p}-{s}", "step": k,
-                             "entropy": (0.5 * (-1) ** k if p == "beta1=1.0, beta2=0.01" else 0.01 * k)}
-                            for p in finals.point.unique() for s in (0, 1, 2) for k in range(20)])
-    verdicts, tests = beta_grid_verdicts(finals, metrics)
-    v = dict(zip(verdicts.statement, verdicts.verdict))
-    assert v["smaller β2 → higher accuracy when β1 is not small (β1 = 1; DGRO §4.3, Theorem 3.3)"] == "reproduced"
-    assert v["(β1, β2) = (1, 0.01) shows entropy fluctuations (DGRO Fig. 2c)"] == "reproduced"
-    assert v["β2 = 0.01 against β2 = 0 at β1 = 1"] == "helps"
-    assert v["β2 = 1 against β2 = 0 at β1 = 0.1"] == "hurts"
-    # points of equal β2/β1 given equal accuracies: (0.1, 0.01) and (1, 0.1) both 55 %
-    assert v["only β2/β1 matters under Adam: beta1=0.1, beta2=0.01 ≡ beta1=1.0, beta2=0.1"] == "holds"
-    # reversed data reverse the first verdict
-    flipped = {k: (1.05 - a if k[0] == 1.0 else a) for k, a in acc.items()}
-    v2 = dict(zip(*beta_grid_verdicts(_grid_finals(flipped), metrics)[0][["statement", "verdict"]].T.values))
-    assert v2["smaller β2 → higher accuracy when β1 is not small (β1 = 1; DGRO §4.3, Theorem 3.3)"] == "reversed"
-
-
 def _size_evals():
     """Hand-made per-size evaluations: a base and two seeds of one DGRO range on 3 (trained) and 5 people, and a
     size (8) that nobody solves."""
@@ -240,8 +171,10 @@ def test_kk_size_table_against_a_hand_count():
         kk_size_table({5: evals[5].iloc[1:]}, train_people=[3], labeler=_dgro_label)
 
 
-def test_kk_size_wide_and_verdicts():
-    from dgro_lib.analysis import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide, table2_verdicts
+def test_kk_size_wide_and_claims():
+    from dgro_lib.analysis import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide
+    from dgro_lib.papers.dgro_table2_kk import claims
+    from dgro_lib.report.verdict import judge_family
 
     long, tests = kk_size_table(_size_evals(), train_people=[3], labeler=_dgro_label)
     wide = kk_size_wide(long)
@@ -257,8 +190,10 @@ def test_kk_size_wide_and_verdicts():
     full = kk_size_wide(every_size).set_index("model")
     assert float(full.loc["+DGRO [-5,5]", "Avg."]) == pytest.approx(0.969, abs=5e-4)  # the paper's own Avg.
     assert list(full.columns[:7]) == [f"{p} people" for p in (3, 4, 5, 6, 7, 2, 8)]
-    verdicts = table2_verdicts(tests, long, z_threshold=1.0).set_index("people")
-    assert verdicts.loc[8, "verdict"] == "not testable at this scale"
-    assert verdicts.loc[3, "split"] == "in training" and verdicts.loc[5, "split"] == "out of distribution"
-    assert verdicts.loc[3, "verdict"] == "improves"  # 5 fixed, 0 broken: z = 2.24 > 1
-    assert verdicts.loc[5, "verdict"] in ("hurts", "no change")
+    rows = {r["claim"]: r for r in claims(_size_evals(), labeler=_dgro_label, train_people=[3])}
+    at = {p: rows[f"DGRO [-3,3], {p} people: pass@1 gain over base (points)"] for p in (3, 5, 8)}
+    assert at[3]["note"] == "in training" and at[5]["note"] == "out of distribution"
+    assert at[3]["value"] == pytest.approx(100 * ((4 / 6 + 5 / 6) / 2 - 2 / 6)) and at[3]["seeds_a"] == 2
+    verdicts, _ = judge_family([r["_est"] for r in at.values()], ["higher"] * 3,
+                               untestable=[r["_untestable"] for r in at.values()])
+    assert verdicts[2] == "not testable at this scale"  # nobody solves 8 people

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dgro_lib.config import expand_sweep, find_params, load_config
-from dgro_lib.dcpo_analysis import (entropy_contrasts, entropy_endpoints, paired_tests_between, paired_verdict_row,
+from dgro_lib.dcpo_analysis import (entropy_contrasts, entropy_endpoints, paired_tests_between,
                                     pass_at_k_frame, per_benchmark, policy_entropy, round_significant,
                                     select_backbone, sweep_labels, temperature_phases)
 from dgro_lib.evaluate import pass_at_k
@@ -138,10 +138,6 @@ def test_paired_tests_between_against_a_hand_computation():
     d = np.array([0.5, 0.25, 0.25, 0.0])  # per problem, averaged over the two seeds
     assert t.sampled_delta_points == pytest.approx(100 * d.mean())
     assert t.sampled_z == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
-    row = paired_verdict_row(t, "A above B", metric="sampled")
-    assert row["verdict"] == ("reproduced" if t.sampled_z > 3 else "not established")
-    assert paired_verdict_row(t, "A below B", metric="sampled", expect="lower")["verdict"] in (
-        "reversed" if t.sampled_z > 3 else "not established",)
 
 
 def _metrics(points):

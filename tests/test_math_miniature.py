@@ -238,7 +238,8 @@ def test_math_warm_up_builds_a_model_on_the_math_tokenizer(tmp_path):
 def test_math_benchmark_table_against_a_hand_count():
     import pandas as pd
 
-    from dgro_lib.math_analysis import benchmark_verdicts, math_benchmark_table, math_benchmark_wide
+    from dgro_lib.math_analysis import math_benchmark_table, math_benchmark_wide
+    from dgro_lib.papers.dgro_table3_math import claims
 
     sources = ["synthetic/add", "synthetic/add", "synthetic/mul", "synthetic/mul", "synthetic/mul"]
     base = {"correct": [True, False, False, False, True]}
@@ -255,8 +256,10 @@ def test_math_benchmark_table_against_a_hand_count():
     wide = math_benchmark_wide(long).set_index("model")
     assert list(wide.columns) == ["add", "mul", "Avg.", "all", "source"]
     assert wide.loc["base model", "Avg."] == f"{(0.5 + 1 / 3) / 2:.3f}" and wide.loc["D", "add"] == "1.000 ± 0.000"
-    v = benchmark_verdicts(tests, long).set_index("benchmark")["verdict"]
-    assert set(v) == {"no change"}  # four discordant pairs cannot pass |z| > 3
+    rows = {r["claim"]: r for r in claims(finals, base["correct"], None, sources)}
+    assert rows["D, add: greedy pass@1 gain over base (points)"]["value"] == pytest.approx(50.0)
+    assert rows["D, all: greedy pass@1 gain over base (points)"]["value"] == pytest.approx(20.0)
+    assert rows["D, mul: greedy pass@1 gain over base (points)"]["seeds_a"] == 2
     with pytest.raises(ValueError, match="sources: 4 entries"):
         math_benchmark_table(finals, base, sources[:4])
 
@@ -265,7 +268,9 @@ def test_entropy_trend_reads_rises_falls_and_noise():
     import numpy as np
     import pandas as pd
 
-    from dgro_lib.math_analysis import entropy_trend, entropy_trend_verdicts
+    from dgro_lib.math_analysis import entropy_trend
+    from dgro_lib.papers.dgro_fig4_math_entropy import PAPER, claims
+    from dgro_lib.report.verdict import judge
 
     rows = []
     for task, slope in (("up", 0.01), ("down", -0.01), ("flat", 0.0)):
@@ -277,8 +282,12 @@ def test_entropy_trend_reads_rises_falls_and_noise():
     up = trend[trend["task"] == "up"].iloc[0]
     assert up["first"] == pytest.approx(1.0 + 0.01 * 4.5, abs=0.002) and up["last"] == pytest.approx(
         1.0 + 0.01 * 44.5, abs=0.002)  # means over steps 1-10 and 41-50
-    v = entropy_trend_verdicts(trend, by="task").set_index("task")["verdict"].to_dict()
-    assert v == {"up": "rises", "down": "falls", "flat": "no clear trend"}
+    rows = {r["claim"].split(":")[0]: r for r in claims(trend)}
+    assert rows["up"]["value"] == pytest.approx(trend[trend["task"] == "up"]["change"].mean())
+    assert rows["up"]["unit"] == "nats/token" and rows["up"]["seeds_a"] == 3 and rows["up"]["seeds_b"] == 0
+    assert judge(rows["up"]["_est"], "higher") == "reproduced" and judge(rows["down"]["_est"], "higher") == "contradicted"
+    assert judge(rows["flat"]["_est"], "higher") == "inconclusive"
+    assert PAPER == {"math": "higher", "K&K": "lower"}
 
 
 def test_fig4_reads_the_runs_of_table3_at_every_profile():
@@ -345,31 +354,30 @@ def test_carry_decisions_and_the_models_carry_probabilities_against_a_loop():
             assert abs(p[plus].item() - row.p_write) < 1e-5 and abs(p[equals].item() - row.p_leave_out) < 1e-5
 
 
-def test_sampled_benchmark_verdicts_against_a_direct_computation():
+def test_table3_sampled_claims_against_a_direct_computation():
     import numpy as np
     import pandas as pd
 
-    from dgro_lib.math_analysis import sampled_benchmark_verdicts
+    from dgro_lib.papers.dgro_table3_math import claims
 
     rng = np.random.default_rng(0)
     sources = ["synthetic/add"] * 30 + ["synthetic/mul"] * 30 + ["synthetic/linear"] * 5  # the protocol reads 60
     base = rng.integers(0, 5, 60) / 4
     after = {0: np.clip(base + rng.integers(0, 3, 60) / 4, 0, 1), 1: np.clip(base + rng.integers(-1, 3, 60) / 4, 0, 1)}
-    after[0][30:] = base[30:]  # mul: seed 0 changes nothing
     sampled = pd.DataFrame({"run": ["base", "r0", "r1"], "seed": [None, 0, 1],
                             "correct": [list(base), list(after[0]), list(after[1])]})
-    finals = pd.DataFrame({"run": ["r0", "r1"], "point": ["D", "D"]})
-    got = sampled_benchmark_verdicts(sampled, finals, sources).set_index("benchmark")
-    assert list(got.index) == ["add", "mul", "all"] and set(got["model"]) == {"D"}
+    finals = pd.DataFrame({"run": ["r0", "r1"], "point": ["D", "D"], "seed": [0, 1],
+                           "correct": [[1] * 65, [0] * 65]})
+    got = {r["claim"]: r for r in claims(finals, [0] * 65, sampled, sources) if "sampled" in r["claim"]}
+    assert list(got) == [f"D, {b}: sampled pass@1 gain over base (points)" for b in ("add", "mul", "all")]
     for bench, sl in (("add", slice(0, 30)), ("mul", slice(30, 60)), ("all", slice(0, 60))):
-        d = (after[0][sl] - base[sl] + after[1][sl] - base[sl]) / 2  # seeds averaged per problem, then the paired z
-        z = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
-        assert abs(got.loc[bench, "z"] - z) < 1e-9 and abs(got.loc[bench, "delta_points"] - 100 * d.mean()) < 1e-9
-        want = "improves" if z > 3 else "hurts" if z < -3 else "no change"
-        assert got.loc[bench, "verdict"] == want
-    assert got.loc["add", "verdict"] == "improves"
+        d = (after[0][sl] - base[sl] + after[1][sl] - base[sl]) / 2
+        run_gain = [100 * (after[s][sl] - base[sl]).mean() for s in (0, 1)]
+        row = got[f"D, {bench}: sampled pass@1 gain over base (points)"]
+        assert row["value"] == pytest.approx(100 * d.mean())
+        assert row["se_runs"] == pytest.approx(np.std(run_gain, ddof=1) / np.sqrt(2))
     with pytest.raises(ValueError, match="sources: 10 entries"):
-        sampled_benchmark_verdicts(sampled, finals, sources[:10])
+        claims(finals, [0] * 65, sampled, sources[:10])
 
 
 def test_carry_table_summarises_carry_probabilities_per_benchmark(tmp_path):

@@ -31,7 +31,7 @@ from ..paths import REPO
 from .inference import ALPHA, Estimate
 from .verdict import DIRECTIONS, exact_verdict, judge_family
 
-__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "read_claims", "runs_of", "compare_claims", "compare_tables",
+__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "read_claims", "format_claims", "runs_of", "compare_claims", "compare_tables",
            "format_comparison", "reproduction_status", "save_reference", "compare_replicates", "split_half"]
 
 REFERENCE = REPO / "reference"
@@ -107,6 +107,25 @@ def read_claims(path: str | Path) -> pd.DataFrame:
     return table.reindex(columns=COLUMNS)
 
 
+def format_claims(table: pd.DataFrame, *, verdicts_only: bool = False) -> str:
+    """The printed form of a claims table: one line per claim, ``[VERDICT] claim: estimate [CI], seeds, MDE, p
+    (Holm); the pooled McNemar z given these trained models``. ``verdicts_only``: leave out the estimates."""
+    lines = []
+    for r in table.itertuples():
+        if verdicts_only and r.verdict == "estimate":
+            continue
+        if not math.isfinite(float(r.se)) and str(r.note).startswith("exact"):
+            lines.append(f"[{str(r.verdict).upper()}] {r.claim}: {r.value:.6g} ({r.note})")
+            continue
+        seeds = f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else "") + " seeds"
+        ci = f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]" if math.isfinite(float(r.ci_low)) else "[no interval: 1 seed]"
+        tail = f", p {r.p:.3g}" + (f" (Holm {r.p_holm:.3g})" if math.isfinite(float(r.p_holm)) else "")
+        mcn = f"; pooled McNemar z {r.mcnemar_z:+.2f} given these models" if math.isfinite(float(r.mcnemar_z)) else ""
+        lines.append(f"[{str(r.verdict).upper()}] {r.claim}: {r.value:+.3f} {ci}, {seeds}, MDE {r.mde:.2f}"
+                     f"{tail}{mcn}")
+    return "\n".join(lines)
+
+
 def runs_of(frame: pd.DataFrame, by: str, point, *, column: str = "correct", seeds: Iterable[int] | None = None
             ) -> np.ndarray:
     """The per-item scores of one arm, shape (runs, items), one row per seed in seed order: the rows of
@@ -151,7 +170,8 @@ def compare_tables(new: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
                          "status": "new only" if name in new.index else "reference only"})
             continue
         a, b = new.loc[name], ref.loc[name]
-        same_verdict = str(a["verdict"]) == str(b["verdict"])
+        # a reference of the earlier schema has no verdicts: the numbers alone are compared there
+        same_verdict = pd.isna(a["verdict"]) or pd.isna(b["verdict"]) or str(a["verdict"]) == str(b["verdict"])
         se_a, se_b = float(a["se"]), float(b["se"])
         if math.isfinite(se_a) and math.isfinite(se_b):
             allowed = 1.96 * math.hypot(se_a, se_b)
@@ -182,7 +202,8 @@ def format_comparison(table: pd.DataFrame, name: str) -> str:
     lines = [f"[reproduce] {name}: your numbers vs the reference (consistent: within 1.96 x sqrt(se^2 + se_ref^2),"
              f" same verdict)"]
     for r in table.itertuples():
-        verdict = r.verdict if r.verdict == r.verdict_reference else f"{r.verdict} (ref {r.verdict_reference})"
+        verdict = (r.verdict if r.verdict == r.verdict_reference or pd.isna(r.verdict_reference)
+                   else f"{r.verdict} (ref {r.verdict_reference})")
         lines.append(f"[reproduce]   {r.claim:52s} {r.value:10.4f}  ref {r.reference:10.4f}  allowed "
                      f"{r.allowed:8.4f}  {r.status:10s} {verdict}")
     lines.append(f"[reproduce] {name}: {reproduction_status(table)}")

@@ -1,0 +1,78 @@
+"""Claim rows from a notebook's runs: arm levels, gains over the base model and arm-vs-arm contrasts, each a
+run-level estimate (:func:`dgro_lib.report.inference.compare`) in one claims schema
+(:func:`dgro_lib.report.claims.claim`).
+
+The inputs are the frames the experiment API returns: ``finals`` (:attr:`ExperimentResult.finals`: one row per run
+with its sweep point, seed and per-item ``correct`` list), a sampled evaluation (:func:`evaluate_runs`: per-item
+fractions of correct samples, the base model's row ``run == "base"``), and the base model's evaluation. ``seeds``
+restricts every arm to those seeds (the split-half check)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..report.claims import claim, runs_of
+from ..report.inference import compare
+from ..report.verdict import at_floor_or_ceiling
+
+__all__ = ["arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows"]
+
+
+def arms(frame: pd.DataFrame, by: str, *, column: str = "correct", seeds: Iterable[int] | None = None,
+         order: Sequence | None = None) -> dict:
+    """``{point: (runs, items) scores}`` for every value of ``by`` (in ``order``, else as they appear)."""
+    points = list(order) if order is not None else list(dict.fromkeys(frame[by]))
+    seeds = list(seeds) if seeds is not None else None
+    return {p: runs_of(frame, by, p, column=column, seeds=seeds) for p in points}
+
+
+def sampled_arms(sampled: pd.DataFrame, finals: pd.DataFrame, by: str, *, seeds: Iterable[int] | None = None,
+                 order: Sequence | None = None) -> tuple[dict, np.ndarray]:
+    """The sampled evaluation's arms (labelled with ``finals``' ``by`` column, joined on ``run``) and the base
+    model's per-item fractions."""
+    base = sampled.loc[sampled["run"] == "base", "correct"]
+    if len(base) != 1:
+        raise ValueError(f"sampled evaluation: expected one base-model row, found {len(base)}")
+    runs = sampled[sampled["run"] != "base"]
+    if by not in runs:
+        runs = runs.merge(finals[["run", by]], on="run")
+    return arms(runs, by, seeds=seeds, order=order), np.asarray(base.iloc[0], dtype=float)
+
+
+def level_rows(scores: dict, *, metric: str, unit: str = "accuracy", name: str = "{arm}: {metric}") -> list[dict]:
+    """Each arm's level (mean over runs, two-level interval) in the metric's own unit."""
+    return [claim(name.format(arm=arm, metric=metric), compare(s, scale=1.0), metric=metric, unit=unit)
+            for arm, s in scores.items()]
+
+
+def gain_rows(scores: dict, base: np.ndarray, *, metric: str, direction: str = "higher",
+              name: str = "{arm}: {metric} gain over base (points)", bounded: bool = True) -> list[dict]:
+    """Each arm against the base model every run started from (the same items), in points; ``direction`` the
+    paper's (RL improves on the base). ``bounded``: the metric lives in [0, 1], so an arm and a base both at 0
+    (or both at 1) are not testable at this scale."""
+    rows = []
+    for arm, s in scores.items():
+        untestable = bounded and at_floor_or_ceiling([float(np.mean(s)), float(np.mean(base))])
+        rows.append(claim(name.format(arm=arm, metric=metric), compare(s, base=base), metric=metric,
+                          direction=direction, untestable=untestable))
+    return rows
+
+
+def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: str = "points", scale: float = 100.0,
+                  name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True) -> list[dict]:
+    """Arm-vs-arm contrasts: ``pairs`` of ``(a, b, direction)`` or ``(a, b, direction, margin)`` (``margin`` for a
+    claim of no difference, in ``unit``), each ``a - b``."""
+    rows = []
+    for pair in pairs:
+        a, b, direction = pair[:3]
+        margin = pair[3] if len(pair) > 3 else None
+        for arm in (a, b):
+            if arm not in scores:
+                raise KeyError(f"contrast {a} - {b}: no arm {arm!r} (have {list(scores)})")
+        untestable = bounded and at_floor_or_ceiling([float(np.mean(scores[a])), float(np.mean(scores[b]))])
+        rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), compare(scores[a], scores[b], scale=scale),
+                          metric=metric, unit=unit, direction=direction, margin=margin, untestable=untestable))
+    return rows

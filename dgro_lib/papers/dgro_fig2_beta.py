@@ -1,0 +1,69 @@
+"""DGRO Fig. 2 (the (beta1, beta2) grid; Theorem 3.3, Section 4.3): the claims of ``notebooks/dgro_fig2_beta``.
+
+* every point against the base model, greedy and sampled (the paper: RL improves on it);
+* Theorem 3.3's reading: at the largest beta1, a smaller beta2 gives higher accuracy (the smallest positive beta2
+  against the largest);
+* (beta1, beta2) = (1, 0.01) shows entropy fluctuations (Fig. 2c): its runs' s.d. of step-to-step entropy change
+  against every other point's runs (per-run scalars);
+* under Adam only beta2 / beta1 matters: the loss at (c beta1, c beta2) is c times the loss at (beta1, beta2) and
+  Adam is invariant to a constant factor (up to eps and clipping), so points of equal ratio should agree: a claim
+  of no difference within ``margin`` points;
+* what beta2 does at each beta1 against beta2 = 0: estimates (the paper gives no direction for each cell)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import entropy_fluctuation, point_labels
+from ..report.claims import claim
+from ..report.inference import compare
+from .common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+
+__all__ = ["claims", "EQUIVALENCE_MARGIN"]
+
+# A claim of no difference holds when its whole 95 % interval lies within +-2 points of greedy accuracy.
+EQUIVALENCE_MARGIN = 2.0
+
+
+def _label(b1: float, b2: float, keys: Sequence[str]) -> str:
+    return point_labels(pd.DataFrame([{keys[0]: b1, keys[1]: b2}]), keys).iloc[0]
+
+
+def claims(finals: pd.DataFrame, metrics: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *,
+           keys: Sequence[str] = ("loss.kwargs.beta1", "loss.kwargs.beta2"), seeds: Iterable[int] | None = None,
+           margin: float = EQUIVALENCE_MARGIN) -> list[dict]:
+    """The claim rows from :func:`~dgro_lib.analysis.label_points`'s ``finals`` / ``metrics`` (a ``point``
+    column) over the sweep columns ``keys``."""
+    seeds = list(seeds) if seeds is not None else None
+    order = list(dict.fromkeys(finals["point"]))
+    greedy = arms(finals, "point", seeds=seeds, order=order)
+    b1s, b2s = sorted(finals[keys[0]].unique()), sorted(finals[keys[1]].unique())
+    label = {(b1, b2): _label(b1, b2, keys) for b1 in b1s for b2 in b2s if _label(b1, b2, keys) in greedy}
+    rows = level_rows(greedy, metric="greedy accuracy") + gain_rows(greedy, base_correct, metric="greedy")
+    if sampled is not None:
+        samp, base_fraction = sampled_arms(sampled, finals, "point", seeds=seeds, order=order)
+        rows += gain_rows(samp, base_fraction, metric="sampled")
+    top, positive = b1s[-1], [b for b in b2s if b > 0]
+    if len(positive) >= 2 and (top, positive[0]) in label and (top, positive[-1]) in label:
+        rows += contrast_rows(greedy, [(label[(top, positive[0])], label[(top, positive[-1])], "higher")],
+                              metric="greedy", name="smaller beta2 is better at beta1 = %g: {a} - {b} ({unit})" % top)
+    key = label.get((1.0, 0.01))
+    if key is not None:
+        fl = entropy_fluctuation(metrics[metrics["seed"].isin(seeds)] if seeds is not None else metrics)
+        mine = fl.loc[fl["point"] == key, "fluctuation"].to_numpy()
+        rest = fl.loc[fl["point"] != key, "fluctuation"].to_numpy()
+        rows.append(claim(f"{key} fluctuates most in entropy: its runs - the other points' (nats/token)",
+                          compare(mine, rest, scale=1.0), metric="entropy fluctuation", unit="nats/token",
+                          direction="higher", note="s.d. of the step-to-step entropy change, per run"))
+    ratio: dict[float, list[str]] = {}
+    for (b1, b2), lab in label.items():
+        ratio.setdefault(round(b2 / b1, 12), []).append(lab)
+    same = [(v[0], v[1], "equal", margin) for v in ratio.values() if len(v) >= 2]
+    rows += contrast_rows(greedy, same, metric="greedy", name="only beta2/beta1 matters under Adam: {a} - {b} ({unit})")
+    if 0.0 in b2s:
+        rows += contrast_rows(greedy, [(label[(b1, b2)], label[(b1, 0.0)], "none") for b1 in b1s for b2 in positive
+                                       if (b1, b2) in label and (b1, 0.0) in label], metric="greedy")
+    return rows

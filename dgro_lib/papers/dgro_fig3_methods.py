@@ -1,0 +1,45 @@
+"""DGRO Fig. 3 (methods compared on Knights-and-Knaves): the claims of ``notebooks/dgro_fig3_methods``.
+
+* every method against the base model, greedy and sampled (the paper: RL improves on it);
+* every DGRO arm beats GRPO, and GRPO beats online DPO (greedy held-out accuracy);
+* DGRO does not lengthen responses: each DGRO arm's mean held-out greedy response length against the base model's,
+  a claim of no difference within ``length_margin`` x the base's length."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..report.claims import claim
+from ..report.inference import compare
+from .common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+
+__all__ = ["claims"]
+
+
+def claims(finals: pd.DataFrame, base: dict, sampled: pd.DataFrame | None, *, reference: str = "GRPO",
+           weakest: str = "Online DPO", length_margin: float = 0.10, seeds: Iterable[int] | None = None
+           ) -> list[dict]:
+    """The claim rows from ``finals`` labelled by :func:`~dgro_lib.analysis.method_labels` (a ``point`` column,
+    each run's held-out ``mean_length``) and ``base``, the base model's evaluation."""
+    seeds = list(seeds) if seeds is not None else None
+    order = list(dict.fromkeys(finals["point"]))
+    greedy = arms(finals, "point", seeds=seeds, order=order)
+    rows = level_rows(greedy, metric="greedy accuracy") + gain_rows(greedy, base["correct"], metric="greedy")
+    if sampled is not None:
+        samp, base_fraction = sampled_arms(sampled, finals, "point", seeds=seeds, order=order)
+        rows += gain_rows(samp, base_fraction, metric="sampled")
+    dgro = [p for p in order if p.startswith("DGRO")]
+    pairs = [(p, reference, "higher") for p in dgro if reference in greedy] + (
+        [(reference, weakest, "higher")] if {reference, weakest} <= set(greedy) else [])
+    rows += contrast_rows(greedy, pairs, metric="greedy")
+    base_len = float(base["summary"]["mean_length"])
+    lengths = arms(finals, "point", column="mean_length", seeds=seeds, order=dgro)
+    for p, runs in lengths.items():
+        rows.append(claim(f"{p} does not lengthen responses: length - the base's (tokens)",
+                          compare(runs, base=np.float64(base_len), scale=1.0), metric="response length",
+                          unit="tokens", direction="equal", margin=length_margin * base_len,
+                          note=f"margin {100 * length_margin:g} % of the base's {base_len:.1f} tokens"))
+    return rows

@@ -1,0 +1,54 @@
+"""The RL map of the miniature (``notebooks/01_miniature_map``) and the base model (``notebooks/00_base_model``):
+estimates, not paper claims. Each map point's greedy and sampled change against its own base model, and the base
+model's greedy accuracy per people count, each with its interval."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import point_labels
+from ..report.claims import claim
+from ..report.inference import compare
+from .common import arms, sampled_arms
+
+__all__ = ["map_claims", "base_model_claims"]
+
+
+def map_claims(result, sampled: pd.DataFrame, keys, *, seeds: Iterable[int] | None = None) -> list[dict]:
+    """Per map point (labelled by :func:`~dgro_lib.analysis.point_labels` of ``keys``): the greedy and sampled
+    change against the base model its runs started from, in points (no direction: a map)."""
+    seeds = list(seeds) if seeds is not None else None
+    finals = result.finals.assign(point=point_labels(result.finals, keys))
+    if "base_model" not in finals:
+        finals["base_model"] = next(iter(result.bases), "base")
+    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
+    order = list(dict.fromkeys(finals["point"]))
+    rows = []
+    for point in order:
+        group = finals[finals["point"] == point]
+        ident = group["base_model"].iloc[0]
+        greedy = arms(group, "point", seeds=seeds)[point]
+        base_rows = sampled[(sampled["run"] == "base") & (sampled["base_model"] == ident)]
+        runs = sampled[sampled["run"].isin(group["run"])]
+        samp, base_fraction = sampled_arms(pd.concat([base_rows, runs]), group, "point", seeds=seeds)
+        rows.append(claim(f"{point}: greedy change (points)", compare(greedy, base=bases[ident]["correct"]),
+                          metric="greedy"))
+        rows.append(claim(f"{point}: sampled change (points)", compare(samp[point], base=base_fraction),
+                          metric="sampled"))
+    return rows
+
+
+def base_model_claims(summary: pd.DataFrame) -> list[dict]:
+    """The base model's greedy accuracy per people count (``summary``: ``people``, ``greedy_accuracy``, ``n``).
+    One fixed model, so the interval is over the items only: a proportion k / n is the mean of k ones and n - k
+    zeros, scored as two identical "runs" (no seed variance)."""
+    rows = []
+    for r in summary.itertuples():
+        k = int(round(r.greedy_accuracy * r.n))
+        items = np.r_[np.ones(k), np.zeros(int(r.n) - k)]
+        rows.append(claim(f"{int(r.people)} people: greedy accuracy", compare(np.vstack([items, items]), scale=1.0),
+                          metric="greedy accuracy", unit="accuracy", note="one fixed model: items only"))
+    return rows

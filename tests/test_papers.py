@@ -1,0 +1,140 @@
+"""Each notebook's claims (dgro_lib.papers) on synthetic runs whose answer is known: the estimates against a loop
+reference over runs, the directions the papers give, and the verdicts the one rule reaches."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dgro_lib.report.claims import write_claims
+
+
+def _runs(points, *, by, n_items=600, seeds=(0, 1, 2, 3), sd_run=0.005, extra=None):
+    """finals-like rows: per point (label -> accuracy) and seed, a 0/1 vector; items share a difficulty."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(-0.3, 0.3, n_items)
+    rows = []
+    for label, acc in points.items():
+        for s in seeds:
+            p = np.clip(acc + difficulty + rng.normal(0, sd_run), 0, 1)
+            c = (rng.random(n_items) < p).astype(int).tolist()
+            rows.append({by: label, "seed": s, "run": f"{label}-{s}", "correct": c, "accuracy": float(np.mean(c)),
+                         **(extra(label, s) if extra else {})})
+    base = (rng.random(n_items) < np.clip(0.4 + difficulty, 0, 1)).astype(int).tolist()
+    return pd.DataFrame(rows), base
+
+
+def _verdicts(tmp_path, rows):
+    return write_claims(tmp_path, rows).set_index("claim")
+
+
+def test_fig1_claims_order_and_estimates(tmp_path):
+    from dgro_lib.papers.dgro_fig1_reward_variance import claims
+
+    finals, base = _runs({"[-1,1]": 0.45, "[-3,3]": 0.55, "[-5,5]": 0.65}, by="reward.scheme")
+    sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [x / 2 for x in c])),
+                         pd.DataFrame([{"run": "base", "correct": [x / 2 for x in base]}])])
+    t = _verdicts(tmp_path, claims(finals, base, sampled, schemes=["[-1,1]", "[-3,3]", "[-5,5]"]))
+    run_means = finals.groupby("reward.scheme")["accuracy"].mean()
+    d = t.loc["[-5,5] - [-1,1]: greedy (points)"]
+    assert d["value"] == pytest.approx(100 * (run_means["[-5,5]"] - run_means["[-1,1]"]))
+    assert d["verdict"] == "reproduced" and d["direction"] == "higher" and d["seeds_a"] == d["seeds_b"] == 4
+    assert t.loc["[-3,3]: greedy accuracy", "verdict"] == "estimate"
+    assert t.loc["[-5,5]: greedy gain over base (points)", "verdict"] == "reproduced"
+    assert t.loc["[-5,5] - [-1,1]: sampled (points)", "value"] == pytest.approx(d["value"] / 2)
+    assert "Holm over 12 claims" in d["note"]
+    # the same claims on a subset of seeds (the split-half check)
+    half = claims(finals, base, None, schemes=["[-1,1]", "[-3,3]", "[-5,5]"], seeds=[0, 1])
+    assert {r["seeds_a"] for r in half} == {2}
+    with pytest.raises(KeyError, match="seeds \\[7\\]"):
+        claims(finals, base, None, schemes=["[-1,1]", "[-3,3]", "[-5,5]"], seeds=[0, 7])
+
+
+def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
+    from dgro_lib.analysis import point_labels
+    from dgro_lib.papers.dgro_fig2_beta import claims
+
+    keys = ["loss.kwargs.beta1", "loss.kwargs.beta2"]
+    grid = {(b1, b2): 0.5 for b1 in (0.1, 1.0) for b2 in (0.0, 0.01, 0.1)}
+    grid[(1.0, 0.01)] = 0.62  # Theorem 3.3: smaller beta2 better at beta1 = 1
+    labels = {k: point_labels(pd.DataFrame([dict(zip(keys, k))]), keys).iloc[0] for k in grid}
+    finals, base = _runs({labels[k]: v for k, v in grid.items()}, by="point", n_items=1200, sd_run=0.002)
+    inv = {v: k for k, v in labels.items()}
+    finals[keys[0]] = finals["point"].map(lambda p: inv[p][0])
+    finals[keys[1]] = finals["point"].map(lambda p: inv[p][1])
+    metrics = pd.DataFrame([{"point": p, "seed": s, "run": f"{p}-{s}", "step": k,
+                             "entropy": (0.5 * (-1) ** k if p == labels[(1.0, 0.01)] else 0.01 * k + 0.001 * s * k)}
+                            for p in labels.values() for s in range(4) for k in range(20)])
+    t = _verdicts(tmp_path, claims(finals, metrics, base, None, keys=keys))
+    assert t.loc["smaller beta2 is better at beta1 = 1: beta1=1.0, beta2=0.01 - beta1=1.0, beta2=0.1 (points)",
+                 "verdict"] == "reproduced"
+    fl = [c for c in t.index if "fluctuates most" in c]
+    assert len(fl) == 1 and t.loc[fl[0], "verdict"] == "reproduced" and t.loc[fl[0], "unit"] == "nats/token"
+    same = t.loc["only beta2/beta1 matters under Adam: beta1=0.1, beta2=0.01 - beta1=1.0, beta2=0.1 (points)"]
+    assert same["direction"] == "equal" and same["margin"] == 2.0
+    # both 0.5: never contradicted; reproduced only when the interval fits within +-2 points
+    assert same["verdict"] in ("reproduced", "inconclusive") and abs(same["value"]) < 2
+    assert (same["verdict"] == "reproduced") == (-2 < same["ci_low"] and same["ci_high"] < 2)
+    cell = t.loc["beta1=0.1, beta2=0.1 - beta1=0.1, beta2=0.0: greedy (points)"]
+    assert cell["verdict"] == "estimate"
+
+
+def test_fig3_claims_methods_and_length(tmp_path):
+    from dgro_lib.papers.dgro_fig3_methods import claims
+
+    finals, base = _runs({"DGRO [-3,3]": 0.6, "GRPO": 0.5, "Online DPO": 0.4}, by="point",
+                         extra=lambda label, s: {"mean_length": 100.0 + s + (30 if label == "GRPO" else 0)})
+    base_eval = {"correct": base, "summary": {"mean_length": 101.0}}
+    t = _verdicts(tmp_path, claims(finals, base_eval, None))
+    assert t.loc["DGRO [-3,3] - GRPO: greedy (points)", "verdict"] == "reproduced"
+    assert t.loc["GRPO - Online DPO: greedy (points)", "verdict"] == "reproduced"
+    length = t.loc["DGRO [-3,3] does not lengthen responses: length - the base's (tokens)"]
+    assert length["value"] == pytest.approx(100.0 + 1.5 - 101.0) and length["unit"] == "tokens"
+    assert length["margin"] == pytest.approx(10.1) and length["verdict"] == "reproduced"
+
+
+def _sweep(points, *, n_items=400, seeds=(0, 1, 2, 3)):
+    """A MethodSweep-like object: greedy finals, sampled fractions (base row included), per-step entropy."""
+    from types import SimpleNamespace
+
+    finals, base = _runs({p: acc for p, (acc, _) in points.items()}, by="point", n_items=n_items, seeds=seeds)
+    sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [x * 0.75 for x in c])),
+                         pd.DataFrame([{"run": "base", "point": "base model", "correct": base}])], ignore_index=True)
+    metrics = pd.DataFrame([{"point": p, "seed": s, "run": f"{p}-{s}", "step": k,
+                             "entropy_nll": h + 0.001 * s if k > 10 else 0.1}
+                            for p, (_, h) in points.items() for s in seeds for k in range(1, 21)])
+    return SimpleNamespace(finals=finals, sampled=sampled, labelled=SimpleNamespace(metrics=metrics),
+                           labels=list(points), sources=["synthetic/add"] * n_items,
+                           cfg=SimpleNamespace(extra={"sampled_eval": {"n_samples": 4}}))
+
+
+def test_dcpo_claims_grid_main_and_ablation(tmp_path):
+    from dgro_lib.papers import dcpo_fig1_grid, dcpo_table2_main, dcpo_table5_ablation
+
+    grid = _sweep({"GRPO": (0.5, 0.05), "J3": (0.5, 0.09), "J4": (0.5, 0.01)})
+    t = _verdicts(tmp_path, dcpo_fig1_grid.claims(grid))
+    assert t.loc["J3 - GRPO: end-of-training H (nats/token)", "verdict"] == "reproduced"
+    assert t.loc["J4 - GRPO: end-of-training H (nats/token)", "verdict"] == "reproduced"  # lower, as claimed
+    assert t.loc["J3 - GRPO: end-of-training H (nats/token)", "value"] == pytest.approx(0.04)
+    assert t.loc["J3 - GRPO: sampled avg@k (points)", "verdict"] == "estimate"
+    main = _sweep({"GRPO": (0.45, 0.05), "DCPO": (0.6, 0.05)})
+    t = _verdicts(tmp_path, dcpo_table2_main.claims(main, contest=["add"], k=2))
+    assert t.loc["DCPO - GRPO: greedy pass@1 (points)", "verdict"] == "reproduced"
+    assert t.loc["DCPO - GRPO: sampled avg@k (points)", "value"] == pytest.approx(
+        0.75 * t.loc["DCPO - GRPO: greedy pass@1 (points)", "value"])
+    assert "DCPO - GRPO: pass@2 on add (points)" in t.index
+    abl = _sweep({"DCPO": (0.6, 0.05), "DCPO w/o REINFORCE": (0.6, 0.05)})
+    rows = dcpo_table5_ablation.claims(abl, twins={"DCPO w/o REINFORCE": "GRPO"})
+    assert all("a repeat of that comparison" in r["note"] for r in rows)
+    assert {r["direction"] for r in rows} == {"lower"}
+
+
+def test_dcpo_h0_claims_and_the_calibration_check(tmp_path):
+    from dgro_lib.papers import dcpo_table4_h0
+
+    sweep = _sweep({"H0 0.03": (0.55, 0.05), "H0 0.06": (0.55, 0.05), "H0 0.12": (0.40, 0.05)})
+    rows = dcpo_table4_h0.claims(sweep, [0.03, 0.06, 0.12], default=0.06, base_entropy=0.0612, calibrated=0.061)
+    t = _verdicts(tmp_path, rows)
+    assert t.loc["H0 0.12 - H0 0.06: sampled avg@k (points)", "verdict"] == "reproduced"  # lower, as claimed
+    assert t.loc["H0 0.03 - H0 0.06: sampled avg@k (points)", "direction"] == "none"
+    check = t.loc["H0 calibrated from the base's entropy equals the params' default"]
+    assert check["verdict"] == "contradicted" and check["value"] == 0.061
