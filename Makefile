@@ -8,7 +8,7 @@ RETRAIN ?=
 PRESET ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: venv reproduce base dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -29,6 +29,15 @@ reproduce: $(STAMP)
 base: $(STAMP)
 	@test -n "$(PRESET)" || (echo "usage: make base PRESET=mini" >&2; exit 2)
 	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.rebuild_base $(PRESET)
+
+# Writes the README's claims table from reference/$(PROFILE)/*/claims.csv (a test checks it is current).
+results: $(STAMP)
+	$(PY) -m dgro_lib.results --profile $(PROFILE)
+
+# Claims on the first half of SEEDS against the second half: consistent, or exit 1 (trains nothing).
+split-half: $(STAMP)
+	@test -n "$(NB)" -a -n "$(SEEDS)" || (echo "usage: make split-half NB=dgro_fig1_reward_variance SEEDS=0,1,2,3" >&2; exit 2)
+	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.split_half $(NB) --seeds $(SEEDS) --profile $(PROFILE)
 
 dry-run: $(STAMP)
 	$(PY) -m dgro_lib.reproduce --profile paper --dry-run

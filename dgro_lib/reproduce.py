@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[reproduce] {n}: {timings[n] / 60:.1f} min{how} -> {executed.parent}", flush=True)
         reference = REFERENCE / args.profile / n
         if args.save_reference:
-            copied = save_reference(executed.parent, reference)
+            copied = save_reference(executed.parent, reference, since=t0)
             keys = pd.read_csv(runs_csv, dtype={"key": str})["key"].tolist() if runs_csv.is_file() else []
             archive_runs(OUTPUTS / args.profile / "runs", archive, keys)
             print(f"[reproduce] {n}: {len(copied)} files saved as the reference in {reference}, its {len(keys)} "

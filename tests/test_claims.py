@@ -50,6 +50,9 @@ def test_reproduction_check_identical_consistent_differs(tmp_path):
     (new / "x.failed.ipynb").write_text("{}")
     copied = save_reference(new, ref)
     assert sorted(p.name for p in copied) == ["claims.csv", "fig.png"]
+    import os
+    os.utime(new / "fig.png", (1.0, 1.0))  # written by an earlier version of the notebook
+    assert [p.name for p in save_reference(new, tmp_path / "ref2", since=100.0)] == ["claims.csv"]
     table = compare_claims(new, ref)
     assert set(table["status"]) == {"identical"} and reproduction_status(table) == "identical"
     # an honest rerun with other seeds: another estimate of the same effect

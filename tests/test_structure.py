@@ -76,4 +76,5 @@ def test_top_level_units_import_without_cycles():
 
     for u in sorted(graph):
         visit(u, [])
-    assert not any("experiment" in deps for deps in graph.values())  # the sweep is the top: nothing imports it
+    # the sweep is the top: nothing imports it but split_half, an entry point above it (as the notebooks are)
+    assert not any("experiment" in deps for unit, deps in graph.items() if unit != "split_half")

@@ -31,7 +31,7 @@ from ..paths import REPO
 from .inference import ALPHA, Estimate
 from .verdict import DIRECTIONS, exact_verdict, judge_family
 
-__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "read_claims", "format_claims", "runs_of", "compare_claims", "compare_tables",
+__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "judge_claims", "read_claims", "format_claims", "runs_of", "compare_claims", "compare_tables",
            "format_comparison", "reproduction_status", "save_reference", "compare_replicates", "split_half"]
 
 REFERENCE = REPO / "reference"
@@ -72,8 +72,16 @@ def exact(name: str, value: float, *, metric: str, unit: str = "", holds: bool |
 
 
 def write_claims(out_dir: str | Path, rows: Sequence[dict], *, alpha: float = ALPHA) -> pd.DataFrame:
+    """Judge the rows (:func:`judge_claims`) and write ``out_dir/claims.csv`` in :data:`COLUMNS`; returns the
+    table."""
+    table = judge_claims(rows, alpha=alpha)
+    atomic_write(Path(out_dir) / "claims.csv", lambda tmp: table.to_csv(tmp, index=False))
+    return table
+
+
+def judge_claims(rows: Sequence[dict], *, alpha: float = ALPHA) -> pd.DataFrame:
     """Judge the rows of :func:`claim` as one family (Holm over the directional ones), keep the verdicts of
-    :func:`exact` rows, and write ``out_dir/claims.csv`` in :data:`COLUMNS`; returns the table."""
+    :func:`exact` rows; returns the claims table in :data:`COLUMNS`."""
     rows = [dict(r) for r in rows]
     names = [r["claim"] for r in rows]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -91,9 +99,7 @@ def write_claims(out_dir: str | Path, rows: Sequence[dict], *, alpha: float = AL
             rows[i]["note"] = "; ".join(x for x in (rows[i]["note"], f"Holm over {family} claims") if x)
     for r in rows:
         r.pop("_est", None), r.pop("_untestable", None)
-    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    atomic_write(Path(out_dir) / "claims.csv", lambda tmp: table.to_csv(tmp, index=False))
-    return table
+    return pd.DataFrame(rows).reindex(columns=COLUMNS)
 
 
 def read_claims(path: str | Path) -> pd.DataFrame:
@@ -225,16 +231,19 @@ def split_half(build: Callable[[Sequence[int]], pd.DataFrame], seeds: Sequence[i
     return table.reset_index(drop=True)
 
 
-def save_reference(out_dir: str | Path, reference_dir: str | Path) -> list[Path]:
+def save_reference(out_dir: str | Path, reference_dir: str | Path, *, since: float | None = None) -> list[Path]:
     """Copy a notebook's small outputs (CSV, PNG, JSON, the executed notebook; not the run store, checkpoints or
-    failed notebooks) into ``reference_dir``, replacing what was there; returns the files copied."""
+    failed notebooks) into ``reference_dir``, replacing what was there; returns the files copied. ``since`` (a
+    time.time()): only files written since then, so that a file an earlier version of the notebook wrote, and this
+    one no longer does, is not carried into the reference."""
     out_dir, reference_dir = Path(out_dir), Path(reference_dir)
     if reference_dir.exists():
         shutil.rmtree(reference_dir)
     reference_dir.mkdir(parents=True)
     copied = []
     for f in sorted(out_dir.iterdir()):
-        if f.is_file() and f.suffix in _REFERENCE_SUFFIXES and not f.name.endswith(".failed.ipynb"):
+        if (f.is_file() and f.suffix in _REFERENCE_SUFFIXES and not f.name.endswith(".failed.ipynb")
+                and (since is None or f.stat().st_mtime >= since)):
             shutil.copy2(f, reference_dir / f.name)
             copied.append(reference_dir / f.name)
     return copied
