@@ -258,3 +258,58 @@ def grad_ratio_figure(metrics: pd.DataFrame, *, hue: str = "point", hue_order: S
     fig = training_curves(ratio, {"grad_ratio_b2_b1": "‖β2 term‖ / ‖β1 term‖ (per update)"}, hue=hue,
                           hue_order=hue_order)
     return fig, ratio
+
+
+VERDICT_COLORS = {"reproduced": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#737373",
+                  "not testable at this scale": "#bdbdbd", "estimate": "#4d4d4d"}
+
+
+def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value: str = "accuracy",
+                   level_metric: str = "greedy accuracy", order: Sequence[str] | None = None, title: str = "",
+                   base: float | None = None, unit: str = "points") -> tuple[plt.Figure, pd.DataFrame]:
+    """The figure of a notebook's verdicts. Left: the final ``value`` of every run as a dot per seed, per arm
+    (``by``), with the arm's mean and 95 % interval (the claims' ``"<arm>: <level_metric>"`` rows). Right: every
+    directional claim in ``unit`` (:func:`dgro_lib.report.claims.write_claims`'s table) as its estimate with the 95 %
+    interval, coloured by verdict, with the paper's direction beside it. ``base``: the base model's ``value``
+    (a dashed line on the left). Returns the figure and the data drawn
+    (runs, levels and claims, one ``kind`` each) for :func:`save_figure`."""
+    arms = list(order) if order is not None else list(dict.fromkeys(finals[by]))
+    runs = finals[[by, "seed", value]].rename(columns={by: "arm"}).assign(kind="run", value=lambda d: 100 * d[value])
+    lv = claims.set_index("claim")
+    levels = pd.DataFrame([{"arm": a, "kind": "level", "value": 100 * lv.loc[f"{a}: {level_metric}", "value"],
+                            "ci_low": 100 * lv.loc[f"{a}: {level_metric}", "ci_low"],
+                            "ci_high": 100 * lv.loc[f"{a}: {level_metric}", "ci_high"]}
+                           for a in arms if f"{a}: {level_metric}" in lv.index])
+    tests = claims[claims["direction"].isin(["higher", "lower", "equal"]) & (claims["unit"] == unit)]
+    tests = tests.assign(kind="claim")[["claim", "kind", "value", "ci_low", "ci_high", "verdict", "direction", "margin"]]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, max(3.5, 0.42 * len(tests) + 1.6)),
+                                   gridspec_kw={"width_ratios": [1, 1.6]})
+    for i, a in enumerate(arms):
+        r = runs[runs["arm"] == a]
+        ax1.scatter(i + 0.12 * (r["seed"].rank().to_numpy() - (len(r) + 1) / 2) / max(len(r), 1), r["value"],
+                    color="#4393c3", s=28, zorder=3, label="one run (seed)" if i == 0 else None)
+        if not levels.empty and a in set(levels["arm"]):
+            m = levels[levels["arm"] == a].iloc[0]
+            ax1.errorbar(i + 0.3, m["value"], yerr=[[m["value"] - m["ci_low"]], [m["ci_high"] - m["value"]]],
+                         fmt="D", color="black", capsize=4, label="mean, 95 % CI" if i == 0 else None)
+    if base is not None:
+        ax1.axhline(100 * base, color="#888888", ls="--", lw=1, label="base model")
+    ax1.set_xticks(range(len(arms)), arms, rotation=30, ha="right")
+    ax1.set_ylabel(f"final {level_metric} (%)")
+    ax1.legend(fontsize=8, loc="best")
+    ax1.set_title("per run, and per arm")
+    y = list(range(len(tests)))[::-1]
+    for yi, r in zip(y, tests.itertuples()):
+        ax2.errorbar(r.value, yi, xerr=[[r.value - r.ci_low], [r.ci_high - r.value]], fmt="o",
+                     color=VERDICT_COLORS.get(r.verdict, "black"), capsize=3)
+        mark = {"higher": "paper > 0", "lower": "paper < 0", "equal": f"paper ≈ 0 (±{r.margin:g})"}[r.direction]
+        ax2.annotate(f"{mark}: {r.verdict}", (1.01, yi), xycoords=("axes fraction", "data"), fontsize=7, va="center",
+                     color=VERDICT_COLORS.get(r.verdict, "black"), annotation_clip=False)
+    ax2.axvline(0, color="black", lw=0.8)
+    ax2.set_yticks(y, [c if len(c) < 60 else c[:57] + "..." for c in tests["claim"]], fontsize=7)
+    ax2.set_xlabel(f"estimate, {unit} (95 % CI over seeds and items; verdicts after Holm)")
+    ax2.set_title("the claims tested")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig, pd.concat([runs.drop(columns=[value]), levels, tests], ignore_index=True)

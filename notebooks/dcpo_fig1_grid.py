@@ -41,6 +41,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.papers.dcpo_fig1_grid import claims
+from dgro_lib.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import method_sweep, sweep_figures, temperature_phases
@@ -85,3 +86,15 @@ phases.round(4)
 table = write_claims(out, claims(sweep))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy accuracy (a dot per seed) and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None, unit="nats/token",
+                            title=f"dcpo_fig1_grid: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "fig1_verdicts")
+fig

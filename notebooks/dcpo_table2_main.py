@@ -47,6 +47,7 @@ backbone = None  # paper profile: which of the params' backbones (default: the f
 from pathlib import Path
 
 from dgro_lib.papers.dcpo_table2_main import claims
+from dgro_lib.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import method_sweep, pass_at_k_frame, per_benchmark, select_backbone, sweep_figures
@@ -112,3 +113,15 @@ efig
 table = write_claims(out, claims(sweep, contest=cfg.extra["contest_benchmarks"], k=k))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed) and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None,
+                            title=f"dcpo_table2_main: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "table2_verdicts")
+fig

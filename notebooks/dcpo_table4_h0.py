@@ -43,6 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.papers.dcpo_table4_h0 import claims
+from dgro_lib.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import (method_sweep, per_benchmark, policy_entropy, round_significant, sweep_figures,
@@ -113,3 +114,15 @@ phases.round(4)
 table = write_claims(out, claims(sweep, h0_values, default=default, base_entropy=cal["H_nll"], calibrated=calibrated))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed) and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None,
+                            title=f"dcpo_table4_h0: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "table4_verdicts")
+fig

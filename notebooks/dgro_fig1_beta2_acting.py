@@ -46,7 +46,7 @@ from dgro_lib.papers.dgro_fig1_beta2_acting import claims
 from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig1_beta2_acting", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_beta2_acting")
@@ -108,3 +108,15 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes)
 table = write_claims(out, claims(result.finals, result.base["correct"], sampled, schemes=schemes))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed), the arm's mean with its 95 % interval and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
+                            title=f"dgro_fig1_beta2_acting: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "fig1b_verdicts")
+fig

@@ -48,7 +48,7 @@ from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.inputs import load_eval_records, resolve_model_path
 from dgro_lib.models import load_model
-from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure
+from dgro_lib.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig1_reward_variance", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_reward_variance")
@@ -129,3 +129,15 @@ table = write_claims(out, claims(result.finals, result.base["correct"], sampled,
                                  schemes=cfg.sweep["reward.scheme"]))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed), the arm's mean with its 95 % interval and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
+                            title=f"dgro_fig1_reward_variance: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "fig1_verdicts")
+fig

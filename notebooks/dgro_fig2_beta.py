@@ -51,7 +51,7 @@ from dgro_lib.papers.dgro_fig2_beta import claims
 from dgro_lib.report.claims import format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig2_beta", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig2_beta")
@@ -113,3 +113,15 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["p
 table = write_claims(out, claims(labelled.finals, labelled.metrics, result.base["correct"], sampled, keys=keys))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed), the arm's mean with its 95 % interval and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
+                            title=f"dgro_fig2_beta: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "fig2_verdicts")
+fig

@@ -55,7 +55,7 @@ from dgro_lib.inputs import load_eval_records
 from dgro_lib.inputs import resolve_model_path
 from dgro_lib.math_analysis import DGRO_TABLE3_PAPER, carry_table, math_benchmark_table, math_benchmark_wide, run_labels
 from dgro_lib.runstore import latest_checkpoint
-from dgro_lib.plots import learning_curves, learning_curves_figure, save_figure
+from dgro_lib.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_table3_math", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_table3_math")
@@ -143,3 +143,15 @@ table = write_claims(out, claims(finals, result.base["correct"], sampled, source
                                  sampled_metric=f"sampled pass@1 (T = {sampled_protocol[0]['temperature']})"))
 print(format_claims(table, verdicts_only=True))
 table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "mde", "p_holm", "mcnemar_z"]].round(3)
+
+# %% [markdown]
+# ### The verdicts, drawn
+# Left: each run's final greedy metric (a dot per seed) and the base
+# model (dashed, where it is one model). Right: every claim tested, its estimate with the 95 % interval over seeds
+# and items, coloured by verdict, the paper's direction beside it.
+
+# %%
+fig, drawn = verdict_figure(finals, table, by="point", base=result.base["summary"]["accuracy"],
+                            title=f"dgro_table3_math: the claims at the run level ({profile} profile)")
+save_figure(fig, drawn, out / "table3_verdicts")
+fig
