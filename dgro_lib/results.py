@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .manifest import atomic_write
 from .paths import REPO
 from .report.claims import read_claims
 
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[results] {args.readme} matches reference/{args.profile}")
         return 0
     if new != text:
-        args.readme.write_text(new)
+        atomic_write(args.readme, lambda tmp: tmp.write_text(new))
     print(f"[results] {args.readme}: claims table written from reference/{args.profile}")
     return 0
 
