@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .config import find_params, load_config
+from .manifest import atomic_write
 from .paths import OUTPUTS
 
 __all__ = ["NOTEBOOKS", "split_half_check", "main"]
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     first, second = table.attrs["halves"]
     out = OUTPUTS / args.profile / "split_half" / f"{args.notebook}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
-    table.assign(first_half=",".join(map(str, first)), second_half=",".join(map(str, second))).to_csv(out, index=False)
+    written = table.assign(first_half=",".join(map(str, first)), second_half=",".join(map(str, second)))
+    atomic_write(out, lambda tmp: written.to_csv(tmp, index=False))
     for r in table.itertuples():
         print(f"[split-half] {r.claim:60s} {r.value:+9.3f} vs {r.reference:+9.3f}  allowed {r.allowed:7.3f}  "
               f"{r.status:10s} {r.verdict} / {r.verdict_reference}")
