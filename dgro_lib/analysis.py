@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -255,22 +254,6 @@ def _points_in_order(result) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the claims each notebook writes (dgro_lib.claims compares them with the reference results)
-# ---------------------------------------------------------------------------------------------
-
-
-def rl_map_claims(table: pd.DataFrame) -> list[dict]:
-    """Per map point: the greedy and the sampled change in points (spread: change / z, its standard error)."""
-    rows = []
-    for _, r in table.iterrows():
-        for metric in ("greedy", "sampled"):
-            d, z = r[f"{metric}_delta_points"], r[f"{metric}_z"]
-            rows.append({"claim": f"{r['point']}: {metric} change (points)", "value": d,
-                         "spread": abs(d / z) if z else math.nan})
-    return rows
-
-
-# ---------------------------------------------------------------------------------------------
 # DGRO Fig. 2: the (beta1, beta2) grid (notebooks/dgro_fig2_beta)
 # ---------------------------------------------------------------------------------------------
 
@@ -425,6 +408,5 @@ def kk_size_wide(long: pd.DataFrame, *, paper: pd.DataFrame | None = DGRO_TABLE2
     return wide
 
 
-__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide",
-            "paired_evidence"]
+__all__ += ["DGRO_TABLE2_PAPER", "kk_size_table", "kk_size_wide"]
 

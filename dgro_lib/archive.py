@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import pandas as pd
 from filelock import FileLock
 
 from .config import ExperimentConfig, config_to_dict
@@ -45,7 +47,7 @@ from .models.committed import committed_bases, weights_digest
 from .paths import OUTPUTS, REPO
 from .runstore import config_diff
 
-__all__ = ["ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
+__all__ = ["compare_replicates", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
@@ -340,3 +342,49 @@ def _replace_dir(dest: Path, src_run: Path, meta: dict, keep: tuple[str, ...] = 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def compare_replicates(archive: str | Path, runs_csv: str | Path, *, other: str | None = None) -> pd.DataFrame:
+    """The reference replicates of a notebook's runs (``runs.csv``) against another replicate of each, from the run
+    archive (:func:`dgro_lib.archive.replicates`): one row per sweep point (arm) with both sides' greedy held-out
+    accuracy over seeds (mean, s.d., seeds), the difference of the means in points, its standard error from the
+    seed spread (sqrt(s_a^2 / n_a + s_b^2 / n_b), in points), the fraction of held-out items with the same
+    correctness run by run, and ``status``: ``identical`` (every per-item result bit-equal), ``consistent``
+    (|difference| <= 1.96 x its standard error), ``differs``, or ``no replicate``.
+
+    ``other`` picks the replicate by id prefix (e.g. ``intel``); by default the first one that is not the
+    reference. Both sides of one arm must have the same seeds; a seed with only one side is left out of both.
+    This is the seed-level check of a reproduction on another machine; the training run is the unit, so it is
+    only as sharp as the seed count allows."""
+    runs = pd.read_csv(runs_csv, dtype={"key": str})
+    per_run = []
+    for r in runs.itertuples():
+        found = replicates(archive, r.key)
+        ref = next((f for f in found if f[0] == "reference"), None)
+        alt = next((f for f in found if f[0] != "reference" and (other is None or f[0].startswith(other))), None)
+        row = {"sweep_point": r.sweep_point, "seed": r.seed, "key": r.key}
+        if ref is None or alt is None:
+            per_run.append(row | {"paired": False})
+            continue
+        ea, eb = (json.loads((f[1] / "final_eval.json").read_text()) for f in (ref, alt))
+        same = sum(x == y for x, y in zip(ea["correct"], eb["correct"])) / max(len(ea["correct"]), 1)
+        per_run.append(row | {"paired": True, "a": ea["summary"]["accuracy"], "b": eb["summary"]["accuracy"],
+                              "identical": ref[2]["results_sha256"] == alt[2]["results_sha256"],
+                              "same_items": same, "other": alt[0]})
+    table = pd.DataFrame(per_run)
+    rows = []
+    for point, g in table.groupby("sweep_point", sort=False):
+        g = g[g["paired"]] if "paired" in g else g.iloc[:0]
+        if g.empty:
+            rows.append({"sweep_point": point, "seeds": 0, "status": "no replicate"})
+            continue
+        n = len(g)
+        sd_a, sd_b = (g[c].std(ddof=1) if n > 1 else math.nan for c in ("a", "b"))
+        diff = 100 * (g["b"].mean() - g["a"].mean())
+        se = 100 * math.sqrt(sd_a ** 2 / n + sd_b ** 2 / n) if n > 1 else math.nan
+        status = ("identical" if g["identical"].all() else "consistent" if n > 1 and abs(diff) <= 1.96 * se
+                  else "differs")
+        rows.append({"sweep_point": point, "seeds": n, "reference_mean": g["a"].mean(), "reference_sd": sd_a,
+                     "other_mean": g["b"].mean(), "other_sd": sd_b, "diff_points": diff, "se_points": se,
+                     "same_items": g["same_items"].mean(), "other": g["other"].iloc[0], "status": status})
+    return pd.DataFrame(rows)

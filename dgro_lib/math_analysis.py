@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import method_labels
-from .evaluate import paired_fraction_table, paired_improvement_table
+from .evaluate import paired_improvement_table
 
 __all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide",
            "entropy_trend", "run_labels", "carry_probabilities",

@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import sys
 import tempfile
-from pathlib import Path
 
 from .config import find_params, load_config
 from .manifest import atomic_write
@@ -25,21 +24,19 @@ NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_b
 
 def _builder(name, cfg, result, sampled):
     from .analysis import label_points, method_labels
+    from .papers import dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
     from .report.claims import judge_claims
 
     if name in ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting"):
-        from .papers.dgro_fig1_reward_variance import claims
-        return lambda seeds: judge_claims(claims(result.finals, result.base["correct"], sampled, seeds=seeds,
-                                                 schemes=cfg.sweep["reward.scheme"]))
+        return lambda seeds: judge_claims(dgro_fig1_reward_variance.claims(
+            result.finals, result.base["correct"], sampled, seeds=seeds, schemes=cfg.sweep["reward.scheme"]))
     keys = list(cfg.sweep)
     if name == "dgro_fig2_beta":
-        from .papers.dgro_fig2_beta import claims
         lab = label_points(result, keys)
-        return lambda seeds: judge_claims(claims(lab.finals, lab.metrics, result.base["correct"], sampled,
-                                                 keys=keys, seeds=seeds))
-    from .papers.dgro_fig3_methods import claims
+        return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, lab.metrics, result.base["correct"],
+                                                                sampled, keys=keys, seeds=seeds))
     lab = label_points(result, keys, labeler=method_labels)
-    return lambda seeds: judge_claims(claims(lab.finals, result.base, sampled, seeds=seeds))
+    return lambda seeds: judge_claims(dgro_fig3_methods.claims(lab.finals, result.base, sampled, seeds=seeds))
 
 
 def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from dgro_lib.papers.dcpo_fig1_grid import claims
 from dgro_lib.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import method_sweep, sweep_figures, temperature_phases
 from dgro_lib.experiment import evaluate_runs, run_experiment
@@ -85,7 +85,7 @@ phases.round(4)
 # %%
 table = write_claims(out, claims(sweep))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

@@ -44,7 +44,7 @@ import pandas as pd
 
 from dgro_lib.papers.dcpo_table4_h0 import claims
 from dgro_lib.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.dcpo_analysis import (method_sweep, per_benchmark, policy_entropy, round_significant, sweep_figures,
                                     temperature_phases)
@@ -113,7 +113,7 @@ phases.round(4)
 # %%
 table = write_claims(out, claims(sweep, h0_values, default=default, base_entropy=cal["H_nll"], calibrated=calibrated))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm"]].round(4)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

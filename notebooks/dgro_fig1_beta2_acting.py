@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig1_beta2_acting import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
@@ -107,7 +107,7 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes)
 # %%
 table = write_claims(out, claims(result.finals, result.base["correct"], sampled, schemes=schemes))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

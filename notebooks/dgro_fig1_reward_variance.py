@@ -42,7 +42,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import adam_scale_check
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 from dgro_lib.experiment import evaluate_runs, run_experiment
@@ -128,7 +128,7 @@ scale.round(5)
 table = write_claims(out, claims(result.finals, result.base["correct"], sampled,
                                  schemes=cfg.sweep["reward.scheme"]))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

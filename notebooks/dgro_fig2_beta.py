@@ -48,7 +48,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig2_beta import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
@@ -112,7 +112,7 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["p
 # %%
 table = write_claims(out, claims(labelled.finals, labelled.metrics, result.base["correct"], sampled, keys=keys))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

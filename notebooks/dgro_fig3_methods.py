@@ -41,7 +41,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import label_points, method_labels, rl_map_table
 from dgro_lib.papers.dgro_fig3_methods import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
@@ -96,7 +96,7 @@ fig
 # %%
 table = write_claims(out, claims(labelled.finals, result.base, sampled))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm", "mcnemar_z"]].round(3)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

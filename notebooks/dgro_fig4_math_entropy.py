@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.papers.dgro_fig4_math_entropy import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import apply_overrides, find_params, load_config
 from dgro_lib.experiment import run_experiment
 from dgro_lib.math_analysis import entropy_trend
@@ -85,4 +85,4 @@ trend = entropy_trend(steps, by="task")
 trend.to_csv(out / "fig4_entropy_trend.csv", index=False)
 table = write_claims(out, claims(trend))
 print(format_claims(table))
-table[["claim", "direction", "verdict", "value", "ci_low", "ci_high", "seeds_a", "mde", "p_holm"]]
+claims_view(table)

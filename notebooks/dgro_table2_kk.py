@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels
 from dgro_lib.papers.dgro_table2_kk import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.plots import kk_size_figure, save_figure
@@ -91,4 +91,4 @@ fig
 # %%
 table = write_claims(out, claims(evals, labeler=labeler, train_people=cfg.data.train_people))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "mde", "p_holm", "mcnemar_z", "note"]].round(3)
+claims_view(table)

@@ -44,11 +44,9 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from functools import partial
 from pathlib import Path
 
-import pandas as pd
-
 from dgro_lib.analysis import label_points, rl_map_table
 from dgro_lib.papers.dgro_table3_math import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.experiment import evaluate_runs, run_experiment
 from dgro_lib.inputs import load_eval_records
@@ -142,7 +140,7 @@ carries.round(4)
 table = write_claims(out, claims(finals, result.base["correct"], sampled, sources,
                                  sampled_metric=f"sampled pass@1 (T = {sampled_protocol[0]['temperature']})"))
 print(format_claims(table, verdicts_only=True))
-table[["claim", "verdict", "value", "ci_low", "ci_high", "seeds_a", "mde", "p_holm", "mcnemar_z"]].round(3)
+claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn

@@ -48,7 +48,7 @@ import pandas as pd
 
 from dgro_lib import theory
 from dgro_lib.papers.dgro_theory import claims
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.report.claims import write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
 from dgro_lib.manifest import finish_manifest, write_manifest
 from dgro_lib.plots import gradient_bounds_figure, save_figure, soft_value_figure

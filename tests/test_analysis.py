@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from dgro_lib.analysis import adam_scale_check, base_model_info, base_model_summary
-from dgro_lib.evaluate import paired_improvement_table
 from dgro_lib.data import kk
 from dgro_lib.data.trace import completion_text
 from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model

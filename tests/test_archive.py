@@ -239,7 +239,7 @@ def _fake_replicate(folder, correct, digest, vendor):
 def test_replicates_compare_by_seed_spread_identical_consistent_or_differs(tmp_path):
     import random
 
-    from dgro_lib.report.claims import compare_replicates
+    from dgro_lib.archive import compare_replicates
 
     rng = random.Random(0)
     rows = []

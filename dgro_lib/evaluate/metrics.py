@@ -13,17 +13,9 @@ import numpy as np
 import pandas as pd
 
 from ..manifest import atomic_path
+from ..report.inference import mcnemar_z  # the one definition (torch-free)
 
 __all__ = ["mcnemar", "paired_improvement_table"]
-
-
-def mcnemar_z(fixed: int, broken: int) -> tuple[float, float]:
-    """McNemar's statistic from the discordant counts, (fixed - broken) / sqrt(fixed + broken) (normal
-    approximation, no continuity correction; 0 when there are none), and its two-sided p-value. Seeds evaluated on
-    the same puzzles are pooled by summing their counts before calling it."""
-    n = fixed + broken
-    z = (fixed - broken) / math.sqrt(n) if n else 0.0
-    return z, math.erfc(abs(z) / math.sqrt(2.0))
 
 
 def mcnemar(before: Sequence[bool], after: Sequence[bool]) -> dict[str, float]:

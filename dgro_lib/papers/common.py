@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..report.claims import claim, runs_of
-from ..report.inference import compare
+from ..report.inference import compare, level
 from ..report.verdict import at_floor_or_ceiling
 
 __all__ = ["arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows"]
@@ -44,7 +44,7 @@ def sampled_arms(sampled: pd.DataFrame, finals: pd.DataFrame, by: str, *, seeds:
 
 def level_rows(scores: dict, *, metric: str, unit: str = "accuracy", name: str = "{arm}: {metric}") -> list[dict]:
     """Each arm's level (mean over runs, two-level interval) in the metric's own unit."""
-    return [claim(name.format(arm=arm, metric=metric), compare(s, scale=1.0), metric=metric, unit=unit)
+    return [claim(name.format(arm=arm, metric=metric), level(s), metric=metric, unit=unit)
             for arm, s in scores.items()]
 
 

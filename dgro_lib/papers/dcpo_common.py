@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-import numpy as np
-
 from ..dcpo_analysis import entropy_endpoints
 from .common import arms, contrast_rows
 
@@ -34,7 +32,3 @@ def accuracy_rows(greedy: dict, sampled: dict, pairs: Sequence[tuple]) -> list[d
 def entropy_rows(entropy: dict, pairs: Sequence[tuple]) -> list[dict]:
     """``a - b`` of the end-of-training entropy (nats/token), for ``(a, b, direction)``; per-run scalars."""
     return contrast_rows(entropy, pairs, metric="end-of-training H", unit="nats/token", scale=1.0, bounded=False)
-
-
-def mean_of(scores: dict, arm: str) -> float:
-    return float(np.mean(scores[arm]))

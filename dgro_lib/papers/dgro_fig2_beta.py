@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..analysis import entropy_fluctuation, point_labels

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..analysis import point_labels
 from ..report.claims import claim
-from ..report.inference import compare
+from ..report.inference import compare, level
 from .common import arms, sampled_arms
 
 __all__ = ["map_claims", "base_model_claims"]
@@ -49,6 +49,6 @@ def base_model_claims(summary: pd.DataFrame) -> list[dict]:
     for r in summary.itertuples():
         k = int(round(r.greedy_accuracy * r.n))
         items = np.r_[np.ones(k), np.zeros(int(r.n) - k)]
-        rows.append(claim(f"{int(r.people)} people: greedy accuracy", compare(np.vstack([items, items]), scale=1.0),
+        rows.append(claim(f"{int(r.people)} people: greedy accuracy", level(np.vstack([items, items])),
                           metric="greedy accuracy", unit="accuracy", note="one fixed model: items only"))
     return rows

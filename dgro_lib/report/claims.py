@@ -17,7 +17,6 @@ agree, ``differs`` otherwise. A claim without a standard error (an exact quantit
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
@@ -31,8 +30,8 @@ from ..paths import REPO
 from .inference import ALPHA, Estimate
 from .verdict import DIRECTIONS, exact_verdict, judge_family
 
-__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "judge_claims", "read_claims", "format_claims", "runs_of", "compare_claims", "compare_tables",
-           "format_comparison", "reproduction_status", "save_reference", "compare_replicates", "split_half"]
+__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "judge_claims", "read_claims", "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables",
+           "format_comparison", "reproduction_status", "save_reference", "split_half"]
 
 REFERENCE = REPO / "reference"
 # What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
@@ -130,6 +129,15 @@ def format_claims(table: pd.DataFrame, *, verdicts_only: bool = False) -> str:
         lines.append(f"[{str(r.verdict).upper()}] {r.claim}: {r.value:+.3f} {ci}, {seeds}, MDE {r.mde:.2f}"
                      f"{tail}{mcn}")
     return "\n".join(lines)
+
+
+VIEW = ["claim", "direction", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm",
+        "mcnemar_z", "note"]
+
+
+def claims_view(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """The columns of a claims table a notebook shows (:data:`VIEW`), rounded; the file keeps them all."""
+    return table[VIEW].round(digits)
 
 
 def runs_of(frame: pd.DataFrame, by: str, point, *, column: str = "correct", seeds: Iterable[int] | None = None
@@ -247,51 +255,3 @@ def save_reference(out_dir: str | Path, reference_dir: str | Path, *, since: flo
             shutil.copy2(f, reference_dir / f.name)
             copied.append(reference_dir / f.name)
     return copied
-
-
-def compare_replicates(archive: str | Path, runs_csv: str | Path, *, other: str | None = None) -> pd.DataFrame:
-    """The reference replicates of a notebook's runs (``runs.csv``) against another replicate of each, from the run
-    archive (:func:`dgro_lib.archive.replicates`): one row per sweep point (arm) with both sides' greedy held-out
-    accuracy over seeds (mean, s.d., seeds), the difference of the means in points, its standard error from the
-    seed spread (sqrt(s_a^2 / n_a + s_b^2 / n_b), in points), the fraction of held-out items with the same
-    correctness run by run, and ``status``: ``identical`` (every per-item result bit-equal), ``consistent``
-    (|difference| <= 1.96 x its standard error), ``differs``, or ``no replicate``.
-
-    ``other`` picks the replicate by id prefix (e.g. ``intel``); by default the first one that is not the
-    reference. Both sides of one arm must have the same seeds; a seed with only one side is left out of both.
-    This is the seed-level check of a reproduction on another machine; the training run is the unit, so it is
-    only as sharp as the seed count allows."""
-    from ..archive import replicates  # torch-free, but keeps this module's import light
-
-    runs = pd.read_csv(runs_csv, dtype={"key": str})
-    per_run = []
-    for r in runs.itertuples():
-        found = replicates(archive, r.key)
-        ref = next((f for f in found if f[0] == "reference"), None)
-        alt = next((f for f in found if f[0] != "reference" and (other is None or f[0].startswith(other))), None)
-        row = {"sweep_point": r.sweep_point, "seed": r.seed, "key": r.key}
-        if ref is None or alt is None:
-            per_run.append(row | {"paired": False})
-            continue
-        ea, eb = (json.loads((f[1] / "final_eval.json").read_text()) for f in (ref, alt))
-        same = sum(x == y for x, y in zip(ea["correct"], eb["correct"])) / max(len(ea["correct"]), 1)
-        per_run.append(row | {"paired": True, "a": ea["summary"]["accuracy"], "b": eb["summary"]["accuracy"],
-                              "identical": ref[2]["results_sha256"] == alt[2]["results_sha256"],
-                              "same_items": same, "other": alt[0]})
-    table = pd.DataFrame(per_run)
-    rows = []
-    for point, g in table.groupby("sweep_point", sort=False):
-        g = g[g["paired"]] if "paired" in g else g.iloc[:0]
-        if g.empty:
-            rows.append({"sweep_point": point, "seeds": 0, "status": "no replicate"})
-            continue
-        n = len(g)
-        sd_a, sd_b = (g[c].std(ddof=1) if n > 1 else math.nan for c in ("a", "b"))
-        diff = 100 * (g["b"].mean() - g["a"].mean())
-        se = 100 * math.sqrt(sd_a ** 2 / n + sd_b ** 2 / n) if n > 1 else math.nan
-        status = ("identical" if g["identical"].all() else "consistent" if n > 1 and abs(diff) <= 1.96 * se
-                  else "differs")
-        rows.append({"sweep_point": point, "seeds": n, "reference_mean": g["a"].mean(), "reference_sd": sd_a,
-                     "other_mean": g["b"].mean(), "other_sd": sd_b, "diff_points": diff, "se_points": se,
-                     "same_items": g["same_items"].mean(), "other": g["other"].iloc[0], "status": status})
-    return pd.DataFrame(rows)

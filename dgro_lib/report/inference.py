@@ -38,13 +38,13 @@ Everything here is numpy/scipy only (no torch), and deterministic: the bootstrap
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
-__all__ = ["Estimate", "compare", "level", "holm", "mde", "as_runs"]
+__all__ = ["Estimate", "compare", "level", "holm", "mde", "as_runs", "mcnemar_z"]
 
 ALPHA = 0.05
 POWER = 0.80
@@ -56,8 +56,8 @@ class Estimate:
     """One estimate (an arm's level, or a difference A - B), in the caller's unit (``scale`` x the score).
 
     ``seeds_a`` / ``seeds_b`` count runs (``seeds_b`` is 0 against a single base model, and for a level);
-    ``df`` is the Welch-Satterthwaite degrees of freedom of the runs (NaN with one run: no seed variance can be
-    estimated, so no interval is claimed); ``p`` is two-sided, from estimate / se on ``df``; ``welch_p`` the
+    ``df`` is the Satterthwaite degrees of freedom over both levels (the runs', Welch's, widened by the item
+    part; NaN with one run: no seed variance can be estimated, so no interval is claimed); ``p`` is two-sided, from estimate / se on ``df``; ``welch_p`` the
     run-level test with the items held fixed; ``mcnemar_z`` the pooled item-level statistic (NaN when the scores
     are not 0/1 or there are no items)."""
 
@@ -75,9 +75,6 @@ class Estimate:
     mcnemar_z: float
     se_runs: float
     se_items: float
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def as_runs(values, name: str = "scores") -> np.ndarray:
@@ -124,6 +121,15 @@ def _residual_variance(y: np.ndarray) -> float:
     return float((r ** 2).sum() / ((y.shape[0] - 1) * (y.shape[1] - 1)))
 
 
+def mcnemar_z(fixed: int, broken: int) -> tuple[float, float]:
+    """McNemar's statistic from the discordant counts, (fixed - broken) / sqrt(fixed + broken) (normal
+    approximation, no continuity correction; 0 when there are none), and its two-sided p-value. Seeds evaluated on
+    the same puzzles are pooled by summing their counts before calling it."""
+    n = fixed + broken
+    z = (fixed - broken) / math.sqrt(n) if n else 0.0
+    return z, math.erfc(abs(z) / math.sqrt(2.0))
+
+
 def _pooled_mcnemar(a: np.ndarray, b: np.ndarray | None) -> float:
     """Pooled McNemar z of 0/1 scores: seed s of A against seed s of B (or every run against the base row
     ``b`` of shape (items,)), discordant counts summed over the pairs; NaN for non-binary scores."""
@@ -132,7 +138,7 @@ def _pooled_mcnemar(a: np.ndarray, b: np.ndarray | None) -> float:
     pairs = [(a[i], b if b.ndim == 1 else b[i]) for i in range(a.shape[0] if b.ndim == 1 else min(len(a), len(b)))]
     fixed = sum(int(((x == 1) & (y == 0)).sum()) for x, y in pairs)
     broken = sum(int(((x == 0) & (y == 1)).sum()) for x, y in pairs)
-    return (fixed - broken) / math.sqrt(fixed + broken) if fixed + broken else 0.0
+    return mcnemar_z(fixed, broken)[0]
 
 
 def compare(a, b=None, *, base=None, scale: float = 100.0, n_boot: int = N_BOOT, seed: int = 0,
