@@ -30,7 +30,7 @@ base: $(STAMP)
 	@test -n "$(PRESET)" || (echo "usage: make base PRESET=mini" >&2; exit 2)
 	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.rebuild_base $(PRESET)
 
-# Writes the README's claims table from reference/$(PROFILE)/*/claims.csv (a test checks it is current).
+# Writes the README's claims table and every results table of docs/results.md from reference/$(PROFILE)/*/claims.csv (a test checks they are current).
 results: $(STAMP)
 	$(PY) -m dgro_lib.results --profile $(PROFILE)
 

@@ -1,13 +1,35 @@
-"""The README's claims table is generated from the committed references (make results) and must be current."""
+"""The README's claims table and every table of docs/results.md are generated from the committed references
+(make results) and must be current."""
+
+import re
+import shutil
 
 import pytest
 
 from dgro_lib import results
 
+REFERENCE = results.REPO / "reference" / "cpu"
 
-def test_the_readme_claims_table_matches_the_references():
-    # fails when a reference changed and `make results` was not run (or the README was edited between the markers)
+
+@pytest.fixture
+def copies(tmp_path):
+    """Copies of the committed README and docs/results.md, and the arguments that point the command at them."""
+    readme, doc = tmp_path / "README.md", tmp_path / "results.md"
+    shutil.copy(results.README, readme)
+    shutil.copy(results.RESULTS, doc)
+    return readme, doc, ["--readme", str(readme), "--results-doc", str(doc)]
+
+
+def test_every_generated_block_matches_the_references():
+    # fails when a reference changed and `make results` was not run (or a block was edited by hand)
     assert results.main(["--check"]) == 0
+
+
+def test_every_notebook_with_a_claims_file_has_a_block_in_the_results_doc():
+    text = results.RESULTS.read_text()
+    with_claims = [n for n in results.NOTEBOOKS if (REFERENCE / n / "claims.csv").is_file()]
+    assert len(with_claims) == 14
+    assert all(results.markers(n)[0] in text for n in with_claims)
 
 
 def test_splice_replaces_only_between_the_markers(tmp_path):
@@ -15,7 +37,73 @@ def test_splice_replaces_only_between_the_markers(tmp_path):
     assert results.splice(text, "new") == f"intro\n{results.BEGIN}\nnew\n{results.END}\noutro\n"
     with pytest.raises(ValueError, match="markers"):
         results.splice("no markers", "x")
-    readme = tmp_path / "README.md"
-    readme.write_text(text)
-    assert results.main(["--check", "--readme", str(readme)]) == 1
-    assert results.main(["--readme", str(readme)]) == 0 and results.main(["--check", "--readme", str(readme)]) == 0
+    with pytest.raises(ValueError, match="repeated"):
+        results.splice(text + text, "x")
+
+
+def _bump_last_digit(text: str, name: str) -> str:
+    """``text`` with the last digit inside block ``name`` changed (one of its table's numbers)."""
+    begin, end = results.markers(name)
+    head, rest = text.split(begin, 1)
+    inner, tail = rest.split(end, 1)
+    i = max(m.start() for m in re.finditer(r"\d", inner))
+    inner = inner[:i] + str((int(inner[i]) + 1) % 10) + inner[i + 1:]
+    return f"{head}{begin}{inner}{end}{tail}"
+
+
+def test_a_changed_number_in_any_block_fails_the_check_naming_file_and_block(copies, capsys):
+    readme, doc, args = copies
+    generated = results.blocks(REFERENCE, readme, doc)
+    assert set(generated[doc]) == {"summary", *[n for n in results.NOTEBOOKS if (REFERENCE / n).is_dir()]}
+    for path, blocks in generated.items():
+        committed = path.read_text()
+        for name in blocks:
+            path.write_text(_bump_last_digit(committed, name))
+            capsys.readouterr()
+            assert results.main(["--check", *args]) == 1, (path.name, name)
+            err = capsys.readouterr().err
+            assert f"{path}: block {name} is out of date" in err and err.count("out of date") == 1
+        path.write_text(committed)
+    assert results.main(["--check", *args]) == 0
+
+
+def test_writing_brings_the_blocks_up_to_date_and_leaves_the_prose(copies):
+    readme, doc, args = copies
+    edited = _bump_last_digit(doc.read_text(), "dcpo_table4_h0")
+    doc.write_text(edited.replace("## Summary", "## Summary, hand-edited prose"))
+    assert results.main(["--check", *args]) == 1
+    assert results.main(args) == 0 and results.main(["--check", *args]) == 0
+    assert "## Summary, hand-edited prose" in doc.read_text()
+
+
+def test_a_missing_notebook_block_is_an_error_naming_the_notebook_and_the_file(copies):
+    readme, doc, args = copies
+    begin, end = results.markers("dgro_fig2_beta")
+    doc.write_text(doc.read_text().replace(begin, "").replace(end, ""))
+    with pytest.raises(ValueError, match=r"results\.md.*'dgro_fig2_beta'.*missing"):
+        results.main(["--check", *args])
+    stale = _bump_last_digit(readme.read_text(), "claims")
+    readme.write_text(stale)
+    with pytest.raises(ValueError, match="dgro_fig2_beta"):
+        results.main(args)
+    assert readme.read_text() == stale  # nothing is written while one file is in error
+
+
+def test_a_block_that_no_claims_file_fills_is_an_error(copies):
+    readme, doc, args = copies
+    begin, end = results.markers("no_such_notebook")
+    doc.write_text(doc.read_text() + f"\n{begin}\n{end}\n")
+    with pytest.raises(ValueError, match="no_such_notebook"):
+        results.main(["--check", *args])
+
+
+def test_a_notebook_block_shows_estimates_levels_and_one_seed_points():
+    base = results.notebook_block(REFERENCE, "00_base_model")
+    assert "reference/cpu/00_base_model/claims.csv" in base and "**estimate**" in base
+    assert "75.00 [" in base and "] % | 1 model |" in base  # a level in percent, one fixed model
+    rl_map = results.notebook_block(REFERENCE, "01_miniature_map")
+    assert "(1 seed)" in rl_map and "(exact)" not in rl_map
+    theory = results.notebook_block(REFERENCE, "dgro_theory")
+    assert "**contradicted** | 0 (exact)" in theory
+    with pytest.raises(FileNotFoundError, match="no_such_notebook"):
+        results.notebook_block(REFERENCE, "no_such_notebook")
