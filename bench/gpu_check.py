@@ -3,6 +3,11 @@ utilisation, on one GPU, offline, with a Qwen2.5-0.5B-shaped model of random wei
 
     bash bench/gpu_check.sh                 # on a GPU node: the full check (< 8 min on one H200)
     python bench/gpu_check.py --smoke       # anywhere: a tiny CPU run that checks the script itself
+    python bench/gpu_check.py --require-cuda   # exits 1, naming the torch build, when this torch has no CUDA
+
+Without ``--smoke`` it refuses a torch without CUDA before building anything (on the CPU the 0.5B check would only
+run into the shell script's timeout). The JSON is rewritten after each measurement (``"complete": false`` until the
+last), so a run killed part-way keeps the measurements it finished.
 
 Targets: vLLM >= 10x HF generate (tokens/s, same prompts, same number of new tokens, EOS ignored);
 MFU >= 30 % on an H200 (bf16 dense peak 989 TFLOP/s; 6·N·tokens + attention FLOPs per training step).
@@ -30,6 +35,27 @@ QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                   rope_theta=1000000.0, rms_norm_eps=1e-6)
 SMOKE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              vocab_size=512, max_position_embeddings=1024, tie_word_embeddings=True)
+
+
+def cuda_refusal() -> str | None:
+    """Why this torch cannot run the check on a GPU (None when it can): a CPU-only build, or a CUDA build that sees
+    no device."""
+    if torch.version.cuda is None:
+        return (f"torch {torch.__version__} has no CUDA (a CPU-only build, in {sys.executable}); run the check with "
+                "the GPU stack's python (pip install -e .[vllm] into .venv, or PY=/path/to/python)")
+    if not torch.cuda.is_available():
+        return (f"torch {torch.__version__} (CUDA {torch.version.cuda}, in {sys.executable}) sees no CUDA device "
+                "(torch.cuda.is_available() is False); check the driver and CUDA_VISIBLE_DEVICES")
+    return None
+
+
+def write_result(out: Path, result: dict) -> None:
+    """``out/gpu_check.json`` through a temporary file and a rename: a kill leaves the previous version, not half a
+    file."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "gpu_check.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out / "gpu_check.json")
 
 
 def build_model(shape: dict, path: Path, dtype: torch.dtype):
@@ -133,7 +159,15 @@ def main(argv=None) -> int:
     ap.add_argument("--train-seq", type=int, default=2048)
     ap.add_argument("--train-steps", type=int, default=10)
     ap.add_argument("--vllm-mem", type=float, default=0.5)
+    ap.add_argument("--require-cuda", action="store_true", help="only check that this torch has CUDA (exit 1 if not)")
     a = ap.parse_args(argv)
+    refusal = cuda_refusal() if a.require_cuda or not a.smoke else None
+    if refusal:
+        print(f"gpu_check: {refusal}", file=sys.stderr, flush=True)
+        return 1
+    if a.require_cuda:
+        print(f"gpu_check: torch {torch.__version__} with CUDA {torch.version.cuda}: ok", flush=True)
+        return 0
     if a.smoke:
         a.prompts, a.prompt_len, a.new_tokens, a.hf_batch, a.train_batch, a.train_seq, a.train_steps = 4, 8, 8, 4, 2, 32, 2
     device = torch.device("cuda" if torch.cuda.is_available() and not a.smoke else "cpu")
@@ -141,13 +175,17 @@ def main(argv=None) -> int:
     name = torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu"
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), None) if device.type == "cuda" else None
     result = {"device": name, "torch": torch.__version__, "smoke": a.smoke, "shape": "smoke" if a.smoke else "Qwen2.5-0.5B",
-              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "complete": False,
+              "targets": {"vllm_over_hf": 10.0, "mfu": 0.30}}
+    out = Path(a.out)
+    write_result(out, result)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model"
         model = build_model(SMOKE if a.smoke else QWEN25_05B, path, dtype).to(device)
         result["params"] = n_params(model)
         ids = prompts(a.prompts, a.prompt_len, model.config.vocab_size)
         result["hf_generate"] = hf_generate(model, ids, a.new_tokens, device, a.hf_batch)
+        write_result(out, result)
         print(json.dumps({"hf_generate": result["hf_generate"]}), flush=True)
         if device.type == "cuda":
             model.cpu()
@@ -156,15 +194,14 @@ def main(argv=None) -> int:
             model.to(device)
         else:
             result["vllm"] = {"skipped": "no CUDA device"}
-        print(json.dumps({"vllm": result["vllm"]}), flush=True)
         if "tokens_per_s" in result["vllm"]:
             result["vllm_over_hf"] = result["vllm"]["tokens_per_s"] / result["hf_generate"]["tokens_per_s"]
+        write_result(out, result)
+        print(json.dumps({"vllm": result["vllm"]}), flush=True)
         result["train"] = train_mfu(model, device, a.train_batch, a.train_seq, a.train_steps, peak)
-        print(json.dumps({"train": result["train"]}), flush=True)
-    result["targets"] = {"vllm_over_hf": 10.0, "mfu": 0.30}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_check.json").write_text(json.dumps(result, indent=1))
+    result["complete"] = True
+    write_result(out, result)
+    print(json.dumps({"train": result["train"]}), flush=True)
     print(json.dumps({k: result.get(k) for k in ("device", "vllm_over_hf")} | {"mfu": result["train"]["mfu"]}))
     return 0
 

@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 import math
 import re
+import sys
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -249,6 +250,14 @@ def _validate_train_values(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"train.vllm_importance_sampling_correction: true, but loss {cfg.loss.name!r} samples extra "
                           "rollouts at another temperature, which TRL's correction would compare with temperature-1 "
                           "log-probs; set it to false")
+    if t.use_vllm and t.vllm_importance_sampling_correction and trl_loss_type(cfg.loss.name) is None:
+        # TRL multiplies only its own losses by the correction; ours never read it. Refusing it here keeps every arm
+        # of a comparison (GRPO beside DGRO, online DPO, ...) under the same setting: off, or all TRL losses.
+        raise ConfigError(f"train.vllm_importance_sampling_correction: true, but loss {cfg.loss.name!r} is not one of "
+                          "TRL's own losses and ignores it, while TRL would apply it to a GRPO-family arm of the same "
+                          "comparison; set it to false")
+    if t.require_gpu and t.cpu:
+        raise ConfigError("train.require_gpu: true, but train.cpu is true (CPU processes); set one of them to false")
     if t.rollout_policy == "reference" and trl_loss_type(cfg.loss.name) is not None and not uses_reference_model(cfg):
         raise ConfigError(f"train.rollout_policy: 'reference' samples from TRL's reference model, which TRL's loss "
                           f"{cfg.loss.name!r} builds only with loss.kwargs.beta != 0, got "
@@ -378,7 +387,7 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
     validates GPU params on a CPU machine). Raises :class:`ConfigError` naming the key, instead of the CUDA or
     accelerate traceback the run would end in: ``train.use_vllm`` without CUDA or without the vllm package,
     ``train.distributed`` (ZeRO/FSDP) without CUDA, ``train.num_processes`` above the GPUs present, ``train.bf16`` on
-    a GPU without bf16. Returns notes for what runs differently here (bf16 ignored on CPU). The keyword arguments
+    a GPU without bf16, ``train.require_gpu`` (a GPU profile) without CUDA. Returns notes for what runs differently here (bf16 ignored on CPU). The keyword arguments
     stand in for the machine (tests); None = ask torch / importlib."""
     import torch
 
@@ -402,6 +411,11 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
         if t.num_processes > 1 and on_gpu and t.num_processes > gpus:
             raise ConfigError(f"train.num_processes: {t.num_processes} processes (one per GPU), but this machine has "
                               f"{gpus} GPU(s)")
+    if t.require_gpu and not on_gpu and cfg.kind == "train":
+        raise ConfigError(f"train.require_gpu: true, but this machine has no CUDA GPU (torch {torch.__version__} in "
+                          f"{sys.executable}: torch.cuda.is_available() is False), so the run would train on the CPU; "
+                          "run it on a GPU node with a CUDA build of torch, or use a CPU profile (ci, cpu); validate "
+                          "the params here with --dry-run")
     if t.bf16:
         if on_gpu:
             ok = torch.cuda.is_bf16_supported() if bf16_supported is None else bf16_supported
@@ -411,6 +425,17 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
         else:
             notes.append("train.bf16: true is ignored on CPU (the run trains in float32)")
     return notes
+
+
+def vllm_max_model_length(cfg: ExperimentConfig) -> int | None:
+    """The context vLLM reserves KV cache for: ``train.max_prompt_length + train.max_completion_length``, or None
+    (unset: vLLM takes the model's ``max_position_embeddings``, 1,010,000 tokens for Qwen2.5-7B-Instruct-1M, whose
+    KV cache for one sequence is larger than a colocate share of the GPU). One definition for the trainer's
+    GRPOConfig and the dry run's KV-cache check."""
+    t = cfg.train
+    if t.max_prompt_length is None:
+        return None
+    return t.max_prompt_length + t.max_completion_length
 
 
 def uses_reference_model(cfg: ExperimentConfig) -> bool:

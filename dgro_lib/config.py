@@ -18,7 +18,7 @@ import yaml
 
 from .data.math import ALL_KINDS, SYNTHETIC, resolve_dataset
 from .losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
-from .checks import check_runnable_here, uses_reference_model, validate_values
+from .checks import check_runnable_here, uses_reference_model, validate_values, vllm_max_model_length
 from .typed import ConfigError, build_dataclass
 from .paths import PARAMS
 from .rewards import get_scheme
@@ -39,6 +39,7 @@ __all__ = [
     "expand_sweep",
     "find_params",
     "uses_reference_model",
+    "vllm_max_model_length",
     "check_runnable_here",
 ]
 
@@ -186,8 +187,9 @@ class TrainConfig:
     top_p: float = 1.0
     """Nucleus sampling of the rollouts (TRL's ``model.generate``, vLLM and the fast sampler all apply it)."""
     max_prompt_length: int | None = None
-    """Longest prompt in tokens (DGRO Table 5: 400 logic, 2048 math): used by the dry-run's memory estimate; TRL 1.16
-    does not truncate prompts."""
+    """Longest prompt in tokens (DGRO Table 5: 400 logic, 2048 math): used by the dry-run's memory estimate and, with
+    ``use_vllm``, for vLLM's context (``vllm_max_model_length`` = this + ``max_completion_length``; unset, vLLM
+    reserves the model's whole context); TRL 1.16 does not truncate prompts."""
     gpu_memory_gb: float = 80.0
     """Memory of one GPU, for the dry-run's budget check (A100-80GB: 80; H200: 141)."""
     num_processes: int = 1
@@ -198,6 +200,9 @@ class TrainConfig:
     through TRL's own accelerate configs (trl/accelerate_configs/)."""
     cpu: bool = False
     """Force CPU processes (gloo) for a multi-process run (``accelerate launch --cpu``)."""
+    require_gpu: bool = False
+    """Refuse to start a run on a machine without a CUDA GPU (the ``gpu`` profile). A one-process run otherwise
+    trains on the CPU when torch has no CUDA, which for a GPU profile is hours of the wrong run, not an error."""
     use_vllm: bool = False
     """Generate with vLLM (GPU nodes, ``pip install .[vllm]``); then fast_sampler is not used."""
     vllm_mode: str = "colocate"
@@ -208,7 +213,9 @@ class TrainConfig:
     vllm_gpu_memory_utilization: float = 0.3
     """Share of GPU memory vLLM may take in colocate mode."""
     vllm_importance_sampling_correction: bool = True
-    """TRL's correction for the vLLM sampler / trainer mismatch (must be false for losses with extra rollouts)."""
+    """TRL's correction for the vLLM sampler / trainer mismatch. Only TRL's own losses (grpo, dapo, ...) apply it, so
+    with ``use_vllm`` it must be false for every other loss (they ignore it: arms of one comparison would otherwise
+    be corrected differently) and for losses with extra rollouts."""
     bf16: bool = False
     """bf16 mixed precision (GPU only; ignored on CPU)."""
     gradient_checkpointing: bool = False

@@ -378,9 +378,7 @@ def sweep_figures(sweep: MethodSweep, out, *, stem: str, title: str, entropy_bas
     table = rl_map_table(sweep.result, sweep.sampled.drop(columns="point"), list(sweep.cfg.sweep), labeler=labeler)
     atomic_write(out / f"{stem}_vs_base.csv", lambda tmp: table.to_csv(tmp, index=False))
     curves = learning_curves(sweep.labelled, by="point", smooth_window=max(1, sweep.cfg.train.max_steps // 15))
-    n = len(sweep.cfg.seeds)
-    fig = learning_curves_figure(curves, hue="point", hue_order=sweep.labels,
-                                 title=f"{title} (mean ± 1 s.d. over {n} seed{'s' * (n > 1)})")
+    fig = learning_curves_figure(curves, hue="point", hue_order=sweep.labels, title=title)
     save_figure(fig, curves, out / f"{stem}_training")
     efig, edata = entropy_curves_figure(sweep, title=f"{title}: entropy", entropy_base=entropy_base)
     save_figure(efig, edata, out / f"{stem}_entropy")

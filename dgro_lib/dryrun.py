@@ -14,7 +14,10 @@ Activations (Korthikanti et al. 2022, flash attention): 34·s·h bytes per token
 checkpointing; with checkpointing 2·s·h per layer plus one layer's 34·s·h. The LM head's fp32 logits are
 counted for one chunk of 4096 tokens (TRL 1.16 computes log-probs through a chunked fused head). The
 generation KV cache is 2·layers·kv_heads·head_dim·2 bytes per token for all rows of a rank (HF generate) or
-the vLLM share of the GPU (colocate). These are estimates to catch configs that cannot fit, not a profiler.
+the vLLM share of the GPU (colocate). With vLLM colocated, the KV cache of one sequence of the context vLLM
+reserves (``vllm_max_model_length``: prompt + completion lengths, else the model's whole ``max_position_embeddings``)
+must fit in that share less vLLM's bf16 copy of the weights, or vLLM refuses to start: such a config fails the dry
+run. These are estimates to catch configs that cannot fit, not a profiler.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import pandas as pd
 from huggingface_hub import try_to_load_from_cache
 from transformers import AutoConfig
 
-from .config import ExperimentConfig, expand_sweep, load_config, uses_reference_model
+from .config import ExperimentConfig, expand_sweep, load_config, uses_reference_model, vllm_max_model_length
 from .losses import loss_on_policy_inert
 from .paths import PARAMS
 
@@ -50,6 +53,8 @@ class Architecture:
     qkv_bias: bool = True
     explicit_head_dim: int | None = None
     source: str = ""
+    max_positions: int | None = None
+    """``max_position_embeddings``: the context vLLM reserves when its max model length is not set."""
 
     @property
     def head_dim(self) -> int:
@@ -64,15 +69,18 @@ class Architecture:
         return self.layers * per_layer + emb * (1 if self.tied else 2) + h
 
 
-# The papers' checkpoints, from their config.json files (hidden, layers, heads, kv heads, intermediate, vocab, tied).
+# The papers' checkpoints, from their config.json files (hidden, layers, heads, kv heads, intermediate, vocab, tied,
+# max_position_embeddings).
 KNOWN_ARCHITECTURES: dict[str, Architecture] = {
-    "Qwen/Qwen2.5-7B-Instruct-1M": Architecture(3584, 28, 28, 4, 18944, 152064, False),
-    "Qwen/Qwen2.5-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
-    "Qwen/Qwen2.5-7B-Instruct": Architecture(3584, 28, 28, 4, 18944, 152064, False),
-    "Qwen/Qwen2.5-Math-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
-    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False),
-    "Qwen/Qwen3-4B": Architecture(2560, 36, 32, 8, 9728, 151936, True, qkv_bias=False, explicit_head_dim=128),
-    "Qwen/Qwen2.5-0.5B": Architecture(896, 24, 14, 2, 4864, 151936, True),
+    "Qwen/Qwen2.5-7B-Instruct-1M": Architecture(3584, 28, 28, 4, 18944, 152064, False, max_positions=1010000),
+    "Qwen/Qwen2.5-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False, max_positions=131072),
+    "Qwen/Qwen2.5-7B-Instruct": Architecture(3584, 28, 28, 4, 18944, 152064, False, max_positions=32768),
+    "Qwen/Qwen2.5-Math-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False, max_positions=4096),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": Architecture(3584, 28, 28, 4, 18944, 152064, False,
+                                                            max_positions=131072),
+    "Qwen/Qwen3-4B": Architecture(2560, 36, 32, 8, 9728, 151936, True, qkv_bias=False, explicit_head_dim=128,
+                                  max_positions=40960),
+    "Qwen/Qwen2.5-0.5B": Architecture(896, 24, 14, 2, 4864, 151936, True, max_positions=32768),
 }
 
 
@@ -84,6 +92,7 @@ def _from_hf_config(c: Any, source: str) -> Architecture:
         intermediate=c.intermediate_size, vocab=c.vocab_size, tied=bool(getattr(c, "tie_word_embeddings", False)),
         qkv_bias=bool(getattr(c, "attention_bias", c.model_type.startswith("qwen2"))),
         explicit_head_dim=getattr(c, "head_dim", None), source=source,
+        max_positions=getattr(c, "max_position_embeddings", None),
     )
 
 
@@ -159,6 +168,7 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
         if not t.use_vllm:
             gen, gen_note = kv_per_token * s * micro, "HF generate KV cache (eval batch)"
     total = weights + grads + optim + ref + act + logits + gen
+    vllm_kv = _vllm_kv_cache(cfg, arch, P, kv_per_token, gen) if t.use_vllm and cfg.kind == "train" else {}
     warnings = []
     inert = loss_on_policy_inert(cfg.loss.name, cfg.loss.kwargs)
     if inert and updates == 1:
@@ -175,8 +185,66 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
         "micro_batch_per_rank": micro, "updates_per_rollout": updates, "seq_len": s,
         "weights_GiB": weights / GiB, "grads_GiB": grads / GiB, "optim_GiB": optim / GiB, "ref_GiB": ref / GiB,
         "activations_GiB": act / GiB, "logits_GiB": logits / GiB, "generation_GiB": gen / GiB,
-        "generation": gen_note, "total_GiB": total / GiB, "gpu_GiB": t.gpu_memory_gb, "warnings": warnings,
+        "generation": gen_note, "total_GiB": total / GiB, "gpu_GiB": t.gpu_memory_gb, **vllm_kv, "warnings": warnings,
     }
+
+
+def _vllm_kv_cache(cfg: ExperimentConfig, arch: Architecture, n_params: int, kv_per_token: int,
+                   share: float) -> dict[str, Any]:
+    """vLLM's KV cache for one sequence of the context it reserves, against the room a colocate share leaves.
+
+    vLLM refuses to start when the cache of one max-length sequence does not fit in its share of the GPU after its
+    own bf16 copy of the weights (tensor parallel 1, as TRL colocates it); its activation peak and CUDA graphs come
+    on top, so passing this is necessary, not sufficient. A server (``vllm_mode: server``) sizes its own context
+    (``--max-model-len``), so only the need is reported. Raises ValueError naming the settings when it cannot fit."""
+    t = cfg.train
+    context, setting = vllm_max_model_length(cfg), "train.max_prompt_length + train.max_completion_length"
+    if context is None:
+        context, setting = arch.max_positions, "the model's max_position_embeddings: train.max_prompt_length is unset"
+    if context is None:
+        raise ValueError("train.use_vllm: the context vLLM reserves is unknown (train.max_prompt_length unset and no "
+                         f"max_position_embeddings for {cfg.model.path!r}); set train.max_prompt_length")
+    need = kv_per_token * context
+    out = {"vllm_context": context, "vllm_kv_GiB": need / GiB}
+    if t.vllm_mode != "colocate":
+        return out
+    room = share - 2 * n_params
+    out["vllm_kv_room_GiB"] = room / GiB
+    if need > room:
+        raise ValueError(
+            f"vLLM colocate: the KV cache of one {context:,}-token sequence ({setting}) needs {need / GiB:.1f} GiB, "
+            f"but train.vllm_gpu_memory_utilization {t.vllm_gpu_memory_utilization} x train.gpu_memory_gb "
+            f"{t.gpu_memory_gb} = {share / GiB:.1f} GiB less the bf16 weights ({2 * n_params / GiB:.1f} GiB) leaves "
+            f"{room / GiB:.1f} GiB, so vLLM would not start; set train.max_prompt_length (vLLM's max model length is "
+            "it plus train.max_completion_length), shorten them, or raise train.vllm_gpu_memory_utilization")
+    return out
+
+
+def _embedded_architecture(preset: str) -> Architecture:
+    """The embedded preset's architecture: its committed base's config.json when that base is the preset's recipe
+    (the real vocabulary, a few hundred pieces), else the preset's shape with a vocabulary of 512 assumed (the size
+    is only known once the tokenizer is built)."""
+    # dgro_lib.models imports the model classes and the warm-up (seconds): only the embedded model's profiles (ci,
+    # cpu, gpu) need its presets, the paper profile's dry run does not pay for them
+    from .models import EMBEDDED_PRESETS
+    from .models.committed import committed_bases
+    from .models.embedded import config_hash
+
+    e = EMBEDDED_PRESETS[preset]
+    base = committed_bases().get(preset)
+    if base is not None and base.get("config_hash") == config_hash(e) and (base["path"] / "config.json").is_file():
+        a = resolve_architecture(str(base["path"]))
+        return Architecture(**{**a.__dict__, "source": f"committed base {base['path'].name}/config.json"})
+    return Architecture(e.hidden, e.layers, e.heads, e.kv_heads, e.intermediate, 512, True,
+                        max_positions=e.max_position, source="embedded preset (vocabulary of 512 assumed)")
+
+
+def _gib(x: float) -> str:
+    """A table cell: one decimal, except for sizes under 0.05 (the miniature's weights are a few MiB), which keep two
+    significant digits instead of printing as 0.0; an exact zero (nothing of that kind is held) prints as 0."""
+    if x == 0:
+        return "0"
+    return f"{x:.1f}" if abs(x) >= 0.05 else f"{x:.2g}"
 
 
 def _label(point: dict) -> str:
@@ -214,13 +282,7 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
                 seen.add(key)
                 arch = resolve_architecture(concrete.model.path) if concrete.model.path != "embedded" else None
                 if arch is None:
-                    # dgro_lib.models imports the model classes and the warm-up (seconds): only the embedded
-                    # model's profiles (ci, cpu) need its presets, the paper profile's dry run does not pay for them
-                    from .models import EMBEDDED_PRESETS
-
-                    e = EMBEDDED_PRESETS[concrete.model.embedded_preset]
-                    arch = Architecture(e.hidden, e.layers, e.heads, e.kv_heads, e.intermediate, 512, True,
-                                        source="embedded preset")
+                    arch = _embedded_architecture(concrete.model.embedded_preset)
                 est = estimate(concrete, arch)
                 rows.append({"file": f.name, "point": _label(point), "model": concrete.model.path,
                              "arch_source": arch.source, "loss": concrete.loss.name, **est})
@@ -232,7 +294,7 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
                 "updates_per_rollout", "weights_GiB", "grads_GiB", "optim_GiB", "ref_GiB", "activations_GiB",
                 "logits_GiB", "generation_GiB", "total_GiB", "gpu_GiB"]
         with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 40,
-                               "display.float_format", "{:.1f}".format):
+                               "display.float_format", _gib):
             print(df[cols].to_string(index=False), file=out)
         for r in rows:
             for w in r["warnings"]:

@@ -15,7 +15,7 @@ from .analysis import method_labels
 from .evaluate import paired_improvement_table
 
 __all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide",
-           "entropy_trend", "run_labels", "carry_probabilities",
+           "entropy_trend", "run_labels", "CARRY_TOKENS", "has_carry_tokens", "carry_probabilities",
            "carry_table"]
 
 # DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
@@ -114,6 +114,18 @@ def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str]) -> pd.Serie
     return labels + df.apply(lambda r: " on " + ", ".join(str(r[k]) for k in other), axis=1)
 
 
+CARRY_TOKENS = (" +", " =")
+"""The math miniature's tokens after a carry decision: the carry written (`` +``) or left out (`` =``)."""
+
+
+def has_carry_tokens(tokenizer) -> bool:
+    """Whether ``tokenizer`` has :data:`CARRY_TOKENS` as tokens of their own, as the math miniature's digit-level
+    tokenizer (:func:`~dgro_lib.models.build_math_tokenizer`) has; a BPE tokenizer (Qwen's) spells them otherwise
+    (``Ġ+``) or splits them, so no single next-token probability is the carry decision."""
+    vocab = tokenizer.get_vocab()
+    return all(t in vocab for t in CARRY_TOKENS)
+
+
 def carry_probabilities(model, tokenizer, records: Sequence[dict], *, template: str = "plain",
                         batch_size: int = 64) -> pd.DataFrame:
     """How a model decides each carry of the slip-free worked traces (:func:`~dgro_lib.data.math_worked.
@@ -129,8 +141,8 @@ def carry_probabilities(model, tokenizer, records: Sequence[dict], *, template: 
     from .data.math import format_prompt
     from .data.math_worked import carry_decisions
 
-    plus, equals = (tokenizer.convert_tokens_to_ids(t) for t in (" +", " ="))
-    if tokenizer.unk_token_id in (plus, equals):
+    plus, equals = (tokenizer.convert_tokens_to_ids(t) for t in CARRY_TOKENS)
+    if not has_carry_tokens(tokenizer):
         raise ValueError("the tokenizer has no ' +' / ' =' tokens: carry_probabilities reads the math miniature's "
                          "digit-level tokenizer (build_math_tokenizer)")
     rows, texts = [], []
@@ -160,9 +172,19 @@ def carry_table(models: dict[str, str | None], records: Sequence[dict], *, templ
     where leaving it out is the likelier token, i.e. what greedy decoding does) and ``decisions``.
 
     ``models`` maps a label to a local model folder, or to None where no weights exist (a run restored from the run
-    archive keeps its results, not its weights): that label gets one row with ``weights`` = ``absent``."""
-    from .models import load_model
+    archive keeps its results, not its weights): that label gets one row with ``weights`` = ``absent``.
 
+    The carries are the math miniature's: with a model whose tokenizer lacks its carry tokens (a real checkpoint at
+    the ``paper`` profile) the table is skipped, empty, with a printed note, and no weights are loaded."""
+    from .models import load_model, load_tokenizer
+
+    columns = ["model", "benchmark", "weights", "decisions", "p_leave_out", "greedy_leaves_out"]
+    for label, path in models.items():
+        if path is not None and not has_carry_tokens(load_tokenizer(path)):
+            print(f"carry_table: skipped (empty table): the tokenizer of {label!r} ({path}) has no "
+                  f"{' / '.join(repr(t) for t in CARRY_TOKENS)} tokens; the carry decisions are the math miniature's "
+                  "(its digit-level tokenizer and worked traces), not a real model's", flush=True)
+            return pd.DataFrame(columns=columns)
     rows = []
     for label, path in models.items():
         if path is None:
@@ -175,5 +197,4 @@ def carry_table(models: dict[str, str | None], records: Sequence[dict], *, templ
             rows.append({"model": label, "benchmark": bench, "weights": "present", "decisions": len(g),
                          "p_leave_out": g["p_leave_out"].mean(),
                          "greedy_leaves_out": (g["p_leave_out"] > g["p_write"]).mean()})
-    return pd.DataFrame(rows, columns=["model", "benchmark", "weights", "decisions", "p_leave_out",
-                                       "greedy_leaves_out"])
+    return pd.DataFrame(rows, columns=columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -72,28 +73,70 @@ def training_curves(
 
 
 LEARNING_CURVE_PANELS = {
-    "accuracy": "held-out greedy accuracy (first {heldout_puzzles} puzzles)",
-    "train_accuracy": "training accuracy (sampled)",
-    "response_length": "response length (tokens)",
-    "entropy": "entropy (nats/token)",
+    "accuracy": "held-out greedy accuracy\n({heldout_puzzles} puzzles, the same\nat every point)",
+    "train_accuracy": "training accuracy\n(sampled rollouts{window})",
+    "response_length": "response length\n(tokens{window})",
+    "entropy": "entropy\n(nats/token{window})",
 }
 
 
 def learning_curves_figure(curves: pd.DataFrame, *, hue: str, hue_order: Sequence[str] | None = None,
                            title: str | None = None) -> plt.Figure:
-    """The four panels of :data:`LEARNING_CURVE_PANELS` (held-out accuracy, training accuracy, response length,
-    entropy) of a :func:`learning_curves` table, one line per ``hue`` value (mean +- 1 s.d. over seeds), with the
-    base model's held-out accuracy (the step-0 value) as a dashed line.
+    """Small multiples of a :func:`learning_curves` table: one row per panel of :data:`LEARNING_CURVE_PANELS`
+    (held-out accuracy, training accuracy, response length, entropy), one column per ``hue`` value (an arm).
 
-    ``hue_order``: the preferred order of the ``hue`` values; values absent from ``curves`` are skipped.
+    Each cell draws every seed as a thin line and their mean as a bold one, with the other arms' means in light
+    grey behind it, so that seed spread is visible without one arm's band hiding another's (overlaid +-1 s.d.
+    bands of 4-8 arms blur into one). The held-out row says how many puzzles each point rests on (the periodic
+    subset; the verdicts rest on the full final evaluation, whose count is in the caption when known) and draws the
+    base model's accuracy on those puzzles (the step-0 value) as a dashed line. Rows share their y-axis.
+
+    ``hue_order``: the preferred order of the ``hue`` values; values absent from ``curves`` are skipped (values
+    present but not listed follow, sorted).
     """
-    present = set(curves[hue])
-    order = None if hue_order is None else [h for h in hue_order if h in present]
-    panels = {c: label.format(heldout_puzzles=curves.attrs.get("heldout_puzzles", "?"))
-              for c, label in LEARNING_CURVE_PANELS.items()}
-    start = curves.loc[curves["step"] == 0, "accuracy"].dropna()
-    baseline = {"accuracy": float(start.iloc[0])} if len(start) else None
-    return training_curves(curves, panels, hue=hue, hue_order=order, baseline=baseline, title=title)
+    present = list(dict.fromkeys(curves[hue]))
+    order = [h for h in (hue_order or []) if h in present] + sorted(h for h in present if h not in (hue_order or []))
+    attrs = curves.attrs
+    window = attrs.get("smooth_window", 1)
+    fill = {"heldout_puzzles": attrs.get("heldout_puzzles", "?"),
+            "window": f"; {window}-step mean" if window > 1 else ""}
+    panels = {c: label.format(**fill) for c, label in LEARNING_CURVE_PANELS.items() if c in curves}
+    start = curves.loc[curves["step"] == 0, "accuracy"].dropna() if "accuracy" in curves else pd.Series(dtype=float)
+    colors = dict(zip(order, sns.color_palette(n_colors=len(order))))
+    fig, axes = plt.subplots(len(panels), len(order), figsize=(2.5 * len(order) + 0.8, 2.0 * len(panels) + 0.9),
+                             squeeze=False, sharex=True, sharey="row")
+    for r, (column, label) in enumerate(panels.items()):
+        sub = curves.dropna(subset=[column])
+        means = {arm: sub[sub[hue] == arm].groupby("step")[column].mean() for arm in order}
+        few = sub["step"].nunique() < 15
+        for c, arm in enumerate(order):
+            ax = axes[r][c]
+            for other, m in means.items():
+                if other != arm and len(m):
+                    ax.plot(m.index, m.values, color="0.82", lw=1, zorder=1)
+            for _, run in sub[sub[hue] == arm].groupby("run"):
+                ax.plot(run["step"], run[column], color=colors[arm], lw=0.7, alpha=0.35, zorder=2)
+            m = means[arm]
+            ax.plot(m.index, m.values, color=colors[arm], lw=2, marker="o" if few else None, markersize=3.5,
+                    zorder=3)
+            if column == "accuracy" and len(start):
+                ax.axhline(float(start.iloc[0]), color="gray", ls="--", lw=1, zorder=0)
+            ax.grid(alpha=0.3)
+            if r == 0:
+                seeds = curves.loc[curves[hue] == arm, "seed"].nunique()
+                ax.set_title(f"{arm}\n({seeds} seed{'s' * (seeds != 1)})", fontsize=9)
+            if c == 0:
+                ax.set_ylabel(label, fontsize=9)
+            if r == len(panels) - 1:
+                ax.set_xlabel("training step")
+    caption = ("thin: one seed each; bold: their mean; grey: the other arms' means; dashed: the base model on the "
+               "same puzzles")
+    if attrs.get("final_puzzles"):
+        caption += f"; the verdicts rest on the final evaluation of all {attrs['final_puzzles']} held-out puzzles"
+    caption = textwrap.fill(caption, width=max(70, 34 * len(order)))  # within the figure's width
+    fig.suptitle(f"{title}\n{caption}" if title else caption, fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def success_rate_histogram(rates: pd.DataFrame, *, samples_per_prompt: int, temperature: float = 1.0) -> plt.Figure:
@@ -113,8 +156,8 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     first ``train.eval_subset`` held-out puzzles, so the base model (step 0) and the final full-set evaluation
     are restricted to those same puzzles here (their per-puzzle results are stored); the full-set numbers are
     what :func:`dgro_lib.evaluate.paired_improvement_table` tests. ``curves.attrs["heldout_puzzles"]`` is that
-    count. Per-step training metrics are smoothed within each run with a centred window of ``smooth_window``
-    steps.
+    count, ``attrs["final_puzzles"]`` the size of the final evaluation and ``attrs["smooth_window"]`` the window.
+    Per-step training metrics are smoothed within each run with a centred window of ``smooth_window`` steps.
     """
     keys = ["run", "seed", by, "step"]
     outcome = {c: "train_accuracy" for c in result.metrics.columns if c.endswith("_outcome/correct")
@@ -135,6 +178,9 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
         m[keys + ["train_accuracy", "response_length", "entropy"]], on=keys, how="outer"
     ).sort_values(keys, ignore_index=True)
     curves.attrs["heldout_puzzles"] = n
+    curves.attrs["smooth_window"] = smooth_window
+    if not result.finals.empty and "correct" in result.finals:
+        curves.attrs["final_puzzles"] = int(result.finals["correct"].map(len).max())
     return curves
 
 

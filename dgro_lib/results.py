@@ -1,7 +1,8 @@
 """Result numbers from one source: ``make results`` (``python -m dgro_lib.results``) writes every generated block of
 the README and of ``docs/results.md`` from ``reference/<profile>/*/claims.csv``; the prose outside the blocks stays
 hand-written. A block sits between ``<!-- results:<name>:begin -->`` and ``<!-- results:<name>:end -->``: the
-README has ``claims`` (per notebook, its judged claims counted by verdict, then every judged claim);
+README has ``headline`` (the reproduced and the contradicted claims named, the rest counted) and ``claims`` (per
+notebook, its judged claims counted by verdict, then every judged claim);
 ``docs/results.md`` has ``summary`` (the same counts) and one block per notebook that has a claims file, named after
 the notebook (every claim of it, estimates included). A notebook with a claims file and no block, or a block that no
 claims file fills, is an error naming both. ``--check`` changes nothing and exits 1, naming each file and block that
@@ -23,7 +24,7 @@ from .manifest import atomic_write
 from .paths import REPO
 from .report.claims import read_claims
 
-__all__ = ["claims_table", "notebook_block", "render", "blocks", "splice", "update", "main", "markers", "BEGIN",
+__all__ = ["claims_table", "notebook_block", "render", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
            "END", "ORDER", "NOTEBOOKS"]
 
 
@@ -130,6 +131,29 @@ def render(reference: Path) -> str:
     return "\n".join(lines)
 
 
+def _short(claim: str) -> str:
+    """A claim's name without its trailing unit, for the headline (the table has the unit)."""
+    return re.sub(r" \((points|nats/token|tokens)\)$", "", str(claim))
+
+
+def headline(reference: Path) -> str:
+    """The README's ``headline`` block (markers excluded): one bullet naming every reproduced claim by notebook,
+    one naming every contradicted claim, and one counting the rest, so the README's summary of what reproduced is
+    generated like its table."""
+    table = claims_table(reference)
+    lines = []
+    for verdict, label in (("reproduced", "Reproduced at the run level"), ("contradicted", "Contradicted")):
+        got = table[table["verdict"] == verdict]
+        named = "; ".join(f"`{nb}`: " + " · ".join(_short(c) for c in g["claim"])
+                          for nb, g in got.groupby("notebook", sort=False))
+        lines.append(f"* **{label} ({len(got)} of {len(table)}):** {named or 'none'}.")
+    counts = table["verdict"].value_counts()
+    lines.append(f"* **Inconclusive ({int(counts.get('inconclusive', 0))})** and **not testable at this scale "
+                 f"({int(counts.get('not testable at this scale', 0))})**: every other judged claim; the table below "
+                 "gives each one's interval and minimum detectable effect.")
+    return "\n".join(lines)
+
+
 def notebook_block(reference: Path, name: str) -> str:
     """The block of notebook ``name`` in ``docs/results.md`` (markers excluded): its claims file named and its claims
     counted by verdict, then every claim, estimates included, in the file's order."""
@@ -145,10 +169,10 @@ def notebook_block(reference: Path, name: str) -> str:
 
 
 def blocks(reference: Path, readme: Path = README, results: Path = RESULTS) -> dict[Path, dict[str, str]]:
-    """Every generated block, by file and block name: the README's ``claims``; ``docs/results.md``'s ``summary`` and
+    """Every generated block, by file and block name: the README's ``headline`` and ``claims``; ``docs/results.md``'s ``summary`` and
     one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
     per_notebook = {n: notebook_block(reference, n) for n in NOTEBOOKS if (reference / n / "claims.csv").is_file()}
-    return {readme: {"claims": render(reference)},
+    return {readme: {"headline": headline(reference), "claims": render(reference)},
             results: {"summary": "\n".join(_overview(claims_table(reference))), **per_notebook}}
 
 

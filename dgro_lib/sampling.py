@@ -16,16 +16,20 @@ from transformers.cache_utils import DynamicLayer
 __all__ = ["sample", "eos_ids", "GrowingKVLayer"]
 
 
+def _as_ids(x) -> list[int]:
+    return [] if x is None else [x] if isinstance(x, int) else list(x)
+
+
 def eos_ids(tokenizer, model, eos_token_id=None) -> list[int]:
-    """The ids that end a completion: ``eos_token_id`` (an id or ids) if given, else the tokenizer's EOS, else the
-    model's generation config's; [] when none is known."""
-    if eos_token_id is None:
-        eos_token_id = tokenizer.eos_token_id
-        if eos_token_id is None:
-            eos_token_id = getattr(model.generation_config, "eos_token_id", None)
-    if eos_token_id is None:
-        return []
-    return [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
+    """The ids that end a completion: ``eos_token_id`` (an id or ids) if given, else the tokenizer's EOS followed by
+    every other id of the model's generation config's ``eos_token_id`` (an int or a list: chat checkpoints declare an
+    end-of-turn token there too); [] when none is known. The union is what TRL's trainer stops and masks
+    completions at, so an evaluation ends a completion where training did."""
+    if eos_token_id is not None:
+        return _as_ids(eos_token_id)
+    config = getattr(model, "generation_config", None)
+    ids = _as_ids(tokenizer.eos_token_id) + _as_ids(getattr(config, "eos_token_id", None))
+    return list(dict.fromkeys(ids))
 
 
 @torch.no_grad()

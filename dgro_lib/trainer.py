@@ -63,6 +63,7 @@ from typing import Any, Callable
 
 import torch
 from trl import GRPOTrainer
+from trl.trainer.utils import maybe_gather_lm_head_ctx
 
 from .divergence import DivergenceGuard, NonFiniteError
 from .logprobs import HiddenStateCapture, chunked_logprobs
@@ -582,10 +583,14 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         C = completion_ids.size(1)
         hidden = cap.hidden[:, -C - 1 : -1]  # position k-1 predicts completion token k
         head = cap.lm_head
-        out = chunked_logprobs(hidden, head.weight, completion_ids, temperatures=self.loss_temperatures,
-                               bias=head.bias, compute_entropy=False,
-                               softcap=getattr(cfg, "final_logit_softcapping", None),
-                               chunk_size=self.logprob_chunk_size)
+        # The head's weight is read directly, not through its forward, so under DeepSpeed ZeRO-3 it is still a
+        # partitioned (0,)-shaped shard here: gather it as TRL's own fused log-prob head does (a null context
+        # without ZeRO-3). The values are constants (no_grad), so nothing needs the gather in the backward.
+        with maybe_gather_lm_head_ctx(head.weight, head.bias):
+            out = chunked_logprobs(hidden, head.weight, completion_ids, temperatures=self.loss_temperatures,
+                                   bias=head.bias, compute_entropy=False,
+                                   softcap=getattr(cfg, "final_logit_softcapping", None),
+                                   chunk_size=self.logprob_chunk_size)
         return {t: lp for t, (lp, _ent) in out.items()}
 
 

@@ -18,7 +18,7 @@ from datasets import Dataset
 from transformers import TrainerCallback, set_seed
 from trl import GRPOConfig
 
-from .config import ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model
+from .config import ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model, vllm_max_model_length
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, load_train_records, resolve_model_path
 from .losses import trl_loss_type
@@ -54,8 +54,11 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> GRPOCo
     on_cpu = t.cpu or not torch.cuda.is_available()
     vllm = {}
     if t.use_vllm:
+        # vLLM reserves KV cache for at least one sequence of its max model length: left to the model's config that
+        # is the whole context (1,010,000 tokens for Qwen2.5-7B-Instruct-1M, ~54 GiB), which no colocate share holds
         vllm = dict(use_vllm=True, vllm_mode=t.vllm_mode, vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
-                    vllm_importance_sampling_correction=t.vllm_importance_sampling_correction)
+                    vllm_importance_sampling_correction=t.vllm_importance_sampling_correction,
+                    vllm_max_model_length=vllm_max_model_length(cfg))
         if t.vllm_mode == "server":
             vllm.update(vllm_server_host=t.vllm_server_host, vllm_server_port=t.vllm_server_port)
     return GRPOConfig(

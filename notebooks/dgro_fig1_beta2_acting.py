@@ -67,7 +67,8 @@ print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n'
 
 # %% [markdown]
 # ## Each range against the base model
-# Greedy: pooled McNemar z over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
+# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
+# over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
 # change.
 
 # %%
@@ -82,8 +83,7 @@ table.round(4)
 # %%
 curves = learning_curves(result, by="reward.scheme", smooth_window=max(1, t.max_steps // 15))
 fig = learning_curves_figure(curves, hue="reward.scheme", hue_order=schemes,
-                             title=f"DGRO Fig. 1 with β2 = {cfg.loss.kwargs['beta2']} acting ({profile} profile, "
-                                   f"mean ± 1 s.d. over {len(cfg.seeds)} seeds)")
+                             title=f"DGRO Fig. 1 with β2 = {cfg.loss.kwargs['beta2']} acting ({profile} profile)")
 save_figure(fig, curves, out / "fig1b_reward_variance_beta2")
 fig
 

@@ -20,9 +20,9 @@
 # (Table 4: 0.5075 / 4.6719 / 12.6875 for [-1,1] / [-3,3] / [-5,5]) — gives larger policy gradients, faster
 # convergence and higher accuracy on Knights-and-Knaves.
 #
-# **What this notebook does**: trains DGRO with the three reward schemes of Table 4, three seeds each, from the
-# same base model, and plots held-out accuracy, training accuracy, response length and entropy (mean ± 1 s.d.
-# over seeds). It then *measures* what the reward range can and cannot change under the optimizer used.
+# **What this notebook does**: trains DGRO with the three reward schemes of Table 4, the params' seeds each, from the
+# same base model, and plots held-out accuracy, training accuracy, response length and entropy (each seed and
+# their mean, per scheme). It then *measures* what the reward range can and cannot change under the optimizer used.
 #
 # **Optimizer matters.** These runs use Adam (see the config printed below). Adam is invariant to a constant
 # factor on the loss (up to ε and gradient clipping). [-5,5] is exactly 5 × [-1,1], and for DGRO's loss (Eq. 4)
@@ -92,7 +92,7 @@ sampled_table.round(4)
 curves = learning_curves(result, by="reward.scheme", smooth_window=max(1, t.max_steps // 15))
 fig = learning_curves_figure(
     curves, hue="reward.scheme", hue_order=["[-1,1]", "[-3,3]", "[-5,5]"],
-    title=f"DGRO Fig. 1 on the embedded miniature ({profile} profile, mean ± 1 s.d. over {len(cfg.seeds)} seeds)",
+    title=f"DGRO Fig. 1 on the embedded miniature ({profile} profile)",
 )
 save_figure(fig, curves, out / "fig1_reward_variance")
 fig

@@ -97,7 +97,8 @@ DGRO_TABLE3_PAPER.fillna("-")
 
 # %% [markdown]
 # ## Against the base: greedy and sampled
-# Greedy: pooled McNemar z over seeds. Sampled (T = 1, avg@k on the first problems): paired z of the per-problem
+# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
+# over seeds. Sampled (T = 1, avg@k on the first problems): paired z of the per-problem
 # change. On the K&K miniature the two moved in opposite directions under RL; a verdict says which it rests on.
 
 # %%
@@ -108,8 +109,7 @@ table.round(4)
 # %%
 curves = learning_curves(label_points(result, list(cfg.sweep), labeler=labeler), by="point",
                          smooth_window=max(1, t.max_steps // 15))
-fig = learning_curves_figure(curves, hue="point", title=f"DGRO on the math miniature ({profile} profile, mean ± 1 "
-                                                       f"s.d. over {len(cfg.seeds)} seeds)")
+fig = learning_curves_figure(curves, hue="point", title=f"DGRO on the math miniature ({profile} profile)")
 save_figure(fig, curves, out / "table3_training")
 fig
 

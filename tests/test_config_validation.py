@@ -41,6 +41,9 @@ CASES = [
     ("max-prompt-length", {"train.max_prompt_length": 0}, "train.max_prompt_length", "0"),
     ("engine-one-process", {"train.distributed": "zero3"}, "train.distributed", "'zero3'"),
     ("cpu-and-vllm", {"train.cpu": True, "train.use_vllm": True}, "train.use_vllm", "True"),
+    ("require-gpu-and-cpu", {"train.cpu": True, "train.require_gpu": True}, "train.require_gpu", "train.cpu is true"),
+    # TRL applies its vLLM correction to its own losses only: a DGRO arm would go uncorrected beside a corrected GRPO
+    ("vllm-correction-own-loss", {"train.use_vllm": True}, "train.vllm_importance_sampling_correction", "'dgro'"),
     ("extra-rollouts-split-groups", {"loss": {"name": "aepo"}, "train.prompts_per_step": 3,
                                      "train.num_processes": 2}, "train.prompts_per_step", "3"),
     ("reference-without-beta", {"loss": {"name": "grpo", "scale": "group_std"}, "train.rollout_policy": "reference"},
@@ -166,6 +169,30 @@ def test_check_runnable_here_names_what_this_machine_lacks():
     assert check_runnable_here(load_config(find_params("dgro_fig1_reward_variance", "ci")), cuda=False) == []
     # an evaluation-only notebook trains nothing: only the bf16 note
     assert check_runnable_here(load_config(find_params("00_base_model", "paper")), cuda=False) == [bf16_note]
+
+
+def test_the_gpu_profile_refuses_a_machine_without_cuda_and_the_cpu_profiles_still_run(monkeypatch, tmp_path):
+    """A one-process `gpu` run used to train on the CPU, without a word, when torch has no CUDA."""
+    from dgro_lib import experiment
+
+    for path in sorted((PARAMS / "gpu").glob("*.yaml")):
+        cfg = load_config(path)
+        if cfg.kind != "train":
+            continue
+        assert cfg.train.require_gpu, path
+        with pytest.raises(ConfigError, match=r"train\.require_gpu: true, but this machine has no CUDA GPU \(torch "):
+            check_runnable_here(cfg, cuda=False)
+        assert check_runnable_here(cfg, cuda=True, gpus=1) == []
+    for profile in ("ci", "cpu"):
+        for path in sorted((PARAMS / profile).glob("*.yaml")):
+            assert not load_config(path).train.require_gpu
+            check_runnable_here(load_config(path), cuda=False)  # no error
+    # the notebooks' entry point stops before it builds or trains anything (this machine's torch has no CUDA)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    monkeypatch.setattr(experiment, "resolve_model_path", lambda *a, **k: pytest.fail("got past the check"))
+    with pytest.raises(ConfigError, match=r"train\.require_gpu"):
+        experiment.run_experiment(load_config(find_params("dgro_fig1_reward_variance", "gpu")), tmp_path / "exp")
+    assert not (tmp_path / "exp").exists()
 
 
 def test_the_hub_id_rule_is_the_loaders():

@@ -60,3 +60,56 @@ def test_architecture_from_a_local_config_and_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="broken.yaml"):
         dry_run("paper", params_root=tmp_path / "params", out=buf)
     assert "ok.yaml" in buf.getvalue() and "FAILED broken.yaml" in buf.getvalue()
+
+
+def _million_token_model(tmp_path):
+    """A local config.json shaped like Qwen2.5-7B-Instruct-1M (no weights): max_position_embeddings 1,010,000."""
+    from transformers import Qwen2Config
+
+    path = tmp_path / "qwen-1m"
+    Qwen2Config(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                num_key_value_heads=4, vocab_size=152064, max_position_embeddings=1010000,
+                tie_word_embeddings=False).save_pretrained(path)
+    return path
+
+
+def test_vllm_kv_cache_of_the_reserved_context_must_fit_the_colocate_share(tmp_path):
+    """Left to the model's config, vLLM reserves the whole 1M-token context: ~53.9 GiB of KV cache for one sequence,
+    where a 0.3 share of 80 GiB less the bf16 weights leaves ~9.8. The prompt + completion lengths fit."""
+    path = _million_token_model(tmp_path)
+    arch = resolve_architecture(str(path))
+    assert arch.max_positions == 1010000
+    paper = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")),
+                            {"sweep": {}, "model.path": str(path)})
+    unset = apply_overrides(paper, {"train.max_prompt_length": None})
+    with pytest.raises(ValueError, match=r"1,010,000-token sequence .*max_position_embeddings.* needs 53\.9 GiB.*"
+                                         r"train\.vllm_gpu_memory_utilization 0\.3 x train\.gpu_memory_gb 80"):
+        estimate(unset, arch)
+    fits = estimate(paper, arch)
+    assert fits["vllm_context"] == 400 + 4096 == paper.train.max_prompt_length + paper.train.max_completion_length
+    assert fits["vllm_kv_GiB"] == pytest.approx(2 * 28 * 4 * 128 * 2 * 4496 / GiB)
+    assert fits["vllm_kv_GiB"] < fits["vllm_kv_room_GiB"] < 0.3 * 80
+    # the dry run refuses such a file (non-zero exit through reproduce), naming the file and the setting
+    root = tmp_path / "params" / "paper"
+    root.mkdir(parents=True)
+    data = yaml.safe_load(find_params("dgro_fig1_reward_variance", "paper").read_text())
+    data["model"]["path"] = str(path)
+    (root / "ok.yaml").write_text(yaml.safe_dump(data))
+    del data["train"]["max_prompt_length"]
+    (root / "no_max_length.yaml").write_text(yaml.safe_dump(data))
+    buf = io.StringIO()
+    with pytest.raises(ValueError, match=r"no_max_length\.yaml: .*set train\.max_prompt_length"):
+        dry_run("paper", params_root=tmp_path / "params", out=buf)
+    assert "FAILED ok.yaml" not in buf.getvalue() and "ok.yaml" in buf.getvalue()
+
+
+def test_the_miniature_rows_print_its_sizes_not_zeros():
+    """The gpu profile's miniature weighs a few MiB: its memory cells print two significant digits, not 0.0; a
+    quantity the run does not hold (no reference model) prints as 0."""
+    buf = io.StringIO()
+    rows = dry_run("gpu", out=buf)
+    fig1 = next(r for r in rows if r["file"] == "dgro_fig1_reward_variance.yaml")
+    assert fig1["arch_source"].startswith("committed base mini") and 0 < fig1["weights_GiB"] < 0.05
+    line = next(x for x in buf.getvalue().splitlines() if x.strip().startswith("dgro_fig1_reward_variance.yaml"))
+    cells = line.split()
+    assert f"{fig1['weights_GiB']:.2g}" in cells and f"{fig1['logits_GiB']:.2g}" in cells and "0.0" not in cells

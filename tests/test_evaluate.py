@@ -162,3 +162,32 @@ def test_greedy_accuracy_and_sampled_success_by_people(monkeypatch):
     cfg.data.eval_people = [2, 4]
     with pytest.raises(ValueError, match="no record with 4 people"):
         greedy_accuracy_by_people(object(), tok, records, cfg)
+
+
+def test_evaluation_stops_at_every_eos_id_of_the_generation_config():
+    """TRL's trainer ends a completion at the tokenizer's EOS or any id of the model's generation_config.eos_token_id;
+    the evaluation stopped only at the tokenizer's. A tiny model whose generation config adds, as an EOS id, a token
+    it greedily emits mid-completion: the evaluation now ends there, not max_new_tokens later."""
+    from dgro_lib.models import load_model
+    from dgro_lib.paths import REPO
+    from dgro_lib.sampling import eos_ids, sample
+    from dgro_lib.tasks import get_task
+
+    model, tok = load_model(REPO / "reference" / "bases" / "ci")
+    records = kk.generate(2, 2, seed=5, name_order="positional")
+    prompts = [get_task("kk").prompt(r, "plain") for r in records]
+    free = sample(model, tok, prompts, greedy=True, max_new_tokens=12, eos_token_id=[])
+    extra = free[0][3]  # a token the model writes inside its first completion
+    assert extra != tok.eos_token_id
+    assert eos_ids(tok, model) == [tok.eos_token_id]
+    model.generation_config.eos_token_id = [extra, tok.eos_token_id]  # an int list, the tokenizer's EOS in it too
+    assert eos_ids(tok, model) == [tok.eos_token_id, extra]
+    model.generation_config.eos_token_id = extra  # an int
+    assert eos_ids(tok, model) == [tok.eos_token_id, extra]
+    ev = evaluate_greedy(model, tok, records, max_new_tokens=12)
+
+    def stop(ids):  # where the trainer ends a completion: its first id of the union, else the budget
+        return next((i + 1 for i, t in enumerate(ids) if t in (tok.eos_token_id, extra)), len(ids))
+
+    assert ev["lengths"] == [stop(f) for f in free]
+    assert free[0][ev["lengths"][0] - 1] == extra and ev["lengths"][0] < 12  # stopped by the generation config's id

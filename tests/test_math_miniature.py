@@ -401,3 +401,30 @@ def test_carry_table_summarises_carry_probabilities_per_benchmark(tmp_path):
     mul = got[(got["model"] == "m") & (got["benchmark"] == "mul")].iloc[0]
     assert mul["decisions"] == (ref["source"] == "synthetic/mul").sum()
     assert got[got["model"] == "restored"]["weights"].tolist() == ["absent"]
+
+
+def test_carry_table_skips_a_real_models_tokenizer_without_loading_its_weights(tmp_path, capsys):
+    """At the `paper` profile the base is a real checkpoint: its byte-level BPE tokenizer has no ' +' / ' =' tokens
+    (it spells them 'Ġ+' or splits them), so the carry table is skipped with a note instead of failing the notebook
+    after training. The folder holds no weights, so loading them would fail: the skip never tries."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config
+
+    from dgro_lib.math_analysis import carry_table, has_carry_tokens
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    records = [r for r, _ in worked_examples(10, seed=3)]
+    bpe.train_from_iterator([r["problem"] for r in records] * 5,
+                            trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"]))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>")
+    assert not has_carry_tokens(tok) and "Ġ+" in tok.get_vocab()
+    real = tmp_path / "real"
+    tok.save_pretrained(real)
+    Qwen2Config(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                num_key_value_heads=1, vocab_size=300).save_pretrained(real)
+    got = carry_table({"base model": str(real), "run seed 0": str(real), "restored": None}, records)
+    assert got.empty and list(got.columns) == ["model", "benchmark", "weights", "decisions", "p_leave_out",
+                                               "greedy_leaves_out"]
+    assert "carry_table: skipped" in capsys.readouterr().out

@@ -38,20 +38,33 @@ def _curves():
     return curves
 
 
-def test_learning_curves_figure_panels_baseline_and_order():
+def test_learning_curves_figure_small_multiples_seed_lines_baseline_and_order():
     from dgro_lib.plots import learning_curves_figure
 
-    fig = learning_curves_figure(_curves(), hue="scheme", hue_order=["[-1,1]", "[-3,3]", "[-5,5]"], title="t")
-    axes = fig.axes
-    assert [ax.get_ylabel() for ax in axes] == ["held-out greedy accuracy (first 4 puzzles)",
-                                                "training accuracy (sampled)", "response length (tokens)",
-                                                "entropy (nats/token)"]
-    dashed = [line for line in axes[0].get_lines() if line.get_linestyle() == "--"]
-    assert len(dashed) == 1 and list(dashed[0].get_ydata()) == [0.25, 0.25]  # the base model, at step 0
-    assert not any(line.get_linestyle() == "--" for ax in axes[1:] for line in ax.get_lines())
-    labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
-    assert labels[:2] == ["[-1,1]", "[-5,5]"]  # the preferred order, absent "[-3,3]" skipped
-    assert fig._suptitle.get_text() == "t"
+    curves = _curves()
+    curves.attrs.update(smooth_window=3, final_puzzles=1200)
+    fig = learning_curves_figure(curves, hue="scheme", hue_order=["[-1,1]", "[-3,3]", "[-5,5]"], title="t")
+    axes = [fig.axes[i:i + 2] for i in range(0, 8, 2)]  # 4 panel rows x 2 arm columns
+    assert len(fig.axes) == 8
+    assert [row[0].get_ylabel() for row in axes] == [
+        "held-out greedy accuracy\n(4 puzzles, the same\nat every point)",
+        "training accuracy\n(sampled rollouts; 3-step mean)", "response length\n(tokens; 3-step mean)",
+        "entropy\n(nats/token; 3-step mean)"]
+    # the preferred order, absent "[-3,3]" skipped; each column says its seeds
+    assert [ax.get_title() for ax in axes[0]] == ["[-1,1]\n(2 seeds)", "[-5,5]\n(2 seeds)"]
+    for r, row in enumerate(axes):
+        for ax in row:
+            dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+            if r == 0:  # the base model, at step 0, in every held-out cell only
+                assert len(dashed) == 1 and list(dashed[0].get_ydata()) == [0.25, 0.25]
+            else:
+                assert not dashed
+    # held-out cell of [-5,5]: 1 grey line (the other arm's mean), 2 thin seed lines, 1 bold mean at 0.6
+    solid = [line for line in axes[0][1].get_lines() if line.get_linestyle() == "-"]
+    assert [line.get_linewidth() for line in solid] == [1, 0.7, 0.7, 2]
+    assert list(solid[-1].get_ydata()) == [0.25, 0.6] and list(solid[0].get_ydata()) == [0.25, 0.4]
+    assert fig._suptitle.get_text().startswith("t\nthin: one seed each")
+    assert "all 1200 held-out puzzles" in " ".join(fig._suptitle.get_text().split())
 
 
 def test_success_rate_histogram_counts_every_puzzle():

@@ -241,6 +241,49 @@ def test_temperature_logps_come_from_the_same_forward(tmp_path, tokenizer):
         torch.testing.assert_close(seen[t][m], ref[m], rtol=1e-4, atol=1e-4)
 
 
+
+def test_temperature_logps_gather_a_partitioned_lm_head(tmp_path, tokenizer, monkeypatch):
+    """Under DeepSpeed ZeRO-3 a parameter outside its module's forward is a (0,)-shaped shard: DCPO's log pi^T read
+    the head's weight there and failed ("weight must be (V, H=64), got (0,)"). A stand-in for ZeRO-3: the weight is
+    empty except inside TRL's gather context, which the trainer must enter; the values equal the unpartitioned ones."""
+    from contextlib import contextmanager
+
+    from dgro_lib import trainer as trainer_module
+    from dgro_lib.logprobs import HiddenStateCapture
+
+    trainer = make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={"t_high": 1.3, "t_low": 0.7},
+                           reward=length_reward)
+    model = trainer.model
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+    completion = ids[:, 3:]
+    with torch.no_grad(), HiddenStateCapture(model) as cap:
+        model(input_ids=ids)
+    want = trainer._temperature_logps(cap, completion)
+    head = cap.lm_head
+    full = head.weight.data
+    gathered = []
+
+    @contextmanager
+    def gather(*params):
+        assert params[0] is head.weight
+        head.weight.data = full
+        gathered.append(True)
+        try:
+            yield
+        finally:
+            head.weight.data = torch.empty(0)
+
+    head.weight.data = torch.empty(0)  # partitioned
+    monkeypatch.setattr(trainer_module, "maybe_gather_lm_head_ctx", gather)
+    try:
+        got = trainer._temperature_logps(cap, completion)
+    finally:
+        head.weight.data = full
+    assert gathered == [True]
+    for t in want:
+        torch.testing.assert_close(got[t], want[t])
+
+
 def _rows(trainer, n_prompts, G):
     ds = trainer.train_dataset[:n_prompts]
     return [{"prompt": p, "names": n, "solution": s}

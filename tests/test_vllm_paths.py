@@ -12,7 +12,9 @@ from dgro_lib.vllm_server import start_vllm_server, vllm_serve_command, wait_for
 
 
 def cfg(**over):
-    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"sweep": {}, **over})
+    # with vLLM, a loss that is not TRL's own needs its correction off (the trainer would not apply it)
+    vllm = {"train.vllm_importance_sampling_correction": False} if over.get("train.use_vllm") else {}
+    return apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {"sweep": {}, **vllm, **over})
 
 
 def test_grpo_config_receives_the_vllm_settings(tmp_path):
@@ -22,6 +24,30 @@ def test_grpo_config_receives_the_vllm_settings(tmp_path):
     c = grpo_config(cfg(**{"train.use_vllm": True, "train.vllm_gpu_memory_utilization": 0.45}), 0, tmp_path)
     assert (c.use_vllm, c.vllm_mode, c.vllm_gpu_memory_utilization) == (True, "colocate", 0.45)
     assert grpo_config(cfg(), 0, tmp_path).use_vllm is False
+
+
+def test_vllm_max_model_length_is_the_prompt_plus_completion_budget(tmp_path):
+    """Unset, vLLM would reserve the model's whole context (1,010,000 tokens for Qwen2.5-7B-Instruct-1M)."""
+    a = grpo_config(cfg(**{"train.use_vllm": True, "train.max_prompt_length": 400,
+                           "train.max_completion_length": 4096}), 0, tmp_path)
+    assert a.vllm_max_model_length == 4496
+    paper = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
+    assert grpo_config(paper, 0, tmp_path).vllm_max_model_length == 400 + 4096
+
+
+def test_every_arm_of_dgro_fig3_gets_the_same_vllm_correction(tmp_path):
+    """TRL corrects only its own losses for the vLLM sampler mismatch, so the paper's Fig. 3 turns it off for all
+    four arms (DGRO [-5,5], DGRO [-3,3], GRPO, online DPO) rather than correct the GRPO arm alone."""
+    from dgro_lib.config import expand_sweep
+
+    fig3 = load_config(find_params("dgro_fig3_methods", "paper"))
+    arms = {}
+    for _point, _seed, c in expand_sweep(fig3):
+        a = grpo_config(c, 0, tmp_path)
+        assert a.use_vllm
+        arms[(c.loss.name, c.reward.scheme)] = a.vllm_importance_sampling_correction
+    assert sorted(arms) == [("dgro", "[-3,3]"), ("dgro", "[-5,5]"), ("grpo", "[-3,3]"), ("online_dpo", "[-3,3]")]
+    assert set(arms.values()) == {False}
 
 
 def test_serve_command_is_trls_with_processed_logprobs():

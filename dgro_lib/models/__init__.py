@@ -17,7 +17,7 @@ in :mod:`dgro_lib.evaluate`, which imports this package (never the other way rou
 # The names with a leading underscore are the internals that tests and bench/ reach through this package.
 from .embedded import (EMBEDDED_PRESETS, EmbeddedModelConfig, build_tiny_model, config_hash, embedded_tokenizer,
                        get_embedded_base_model)
-from .loading import load_model
+from .loading import load_model, load_tokenizer
 from dgro_lib.sampling import sample  # the sampler is used by evaluation and training too: it lives beside them
 from .tokenizer import SPECIAL_TOKENS, TAG_TOKENS, build_embedded_tokenizer, build_tokenizer, embedded_vocabulary
 from .supervised import _drill_step, copy_drill_text, heldout_records, statement_drill_text, warmup, warmup_records
@@ -39,6 +39,7 @@ __all__ = [
     "config_hash",
     "get_embedded_base_model",
     "load_model",
+    "load_tokenizer",
     "sample",
     "heldout_records",
 ]

@@ -10,8 +10,42 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from dgro_lib.paths import is_hub_id
 
-__all__ = ["load_model"]
+__all__ = ["load_model", "load_tokenizer"]
 
+
+def _source(path: str | Path) -> tuple[Path, str]:
+    """(local path, what from_pretrained loads) for a local HF-format directory or a hub id; FileNotFoundError
+    naming ``path`` otherwise."""
+    p = Path(path).expanduser()
+    if not p.exists() and (isinstance(path, Path) or not is_hub_id(str(path))):
+        raise FileNotFoundError(f"model path does not exist: {str(path)!r}")
+    if p.exists() and not (p / "config.json").exists():
+        raise FileNotFoundError(f"not an HF model directory (no config.json): {str(p)!r}")
+    return p, str(p) if p.exists() else str(path)
+
+
+def _tokenizer(p: Path, src: str):
+    if p.exists() and (p / "embedded.json").exists():
+        # Our word-level tokenizer, loaded as saved: AutoTokenizer would swap in Qwen2Tokenizer for
+        # qwen2-type configs (see EmbeddedModelConfig.arch).
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(src)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(src)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_tokenizer(path: str | Path):
+    """The tokenizer :func:`load_model` would return, without loading the weights (a 7B checkpoint takes minutes and
+    tens of GB): for a caller that first asks whether the model is one it can handle."""
+    p, src = _source(path)
+    try:
+        return _tokenizer(p, src)
+    except OSError as e:  # hub id unreachable or unknown
+        raise FileNotFoundError(f"model {str(path)!r} is not a local directory and could not be loaded "
+                                f"from the hub: {e}") from e
 
 
 def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch.dtype = torch.float32):
@@ -23,26 +57,13 @@ def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch
     Raises FileNotFoundError naming ``path`` when it is neither an existing directory nor loadable
     from the hub.
     """
-    p = Path(path).expanduser()
-    if not p.exists() and (isinstance(path, Path) or not is_hub_id(str(path))):
-        raise FileNotFoundError(f"model path does not exist: {str(path)!r}")
-    if p.exists() and not (p / "config.json").exists():
-        raise FileNotFoundError(f"not an HF model directory (no config.json): {str(p)!r}")
-    src = str(p) if p.exists() else str(path)
+    p, src = _source(path)
     try:
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
-        if p.exists() and (p / "embedded.json").exists():
-            # Our word-level tokenizer, loaded as saved: AutoTokenizer would swap in Qwen2Tokenizer for
-            # qwen2-type configs (see EmbeddedModelConfig.arch).
-            tokenizer = PreTrainedTokenizerFast.from_pretrained(src)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(src)
+        tokenizer = _tokenizer(p, src)
     except OSError as e:  # hub id unreachable or unknown
         raise FileNotFoundError(f"model {str(path)!r} is not a local directory and could not be loaded "
                                 f"from the hub: {e}") from e
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
     if peft is not None:
         from peft import LoraConfig, get_peft_model  # imported only when LoRA is asked for
 
