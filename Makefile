@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: this exact version is served from local disk (CPU build); any other spec downloads GBs.
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[notebooks,math,dev]'
+	# deepspeed builds against the torch above (no isolated build env, which would fetch a CUDA torch); its ops are
+	# compiled at first use. The ZeRO-3 two-process test runs it on DeepSpeed's CPU accelerator.
+	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation 'deepspeed==0.19.8'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

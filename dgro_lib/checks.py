@@ -381,6 +381,19 @@ def validate_values(cfg: ExperimentConfig) -> None:
     _validate_train_values(cfg)
 
 
+def eval_placement(cfg: ExperimentConfig, *, cuda: bool | None = None):
+    """(device, dtype) of an evaluation outside the trainer (base models, second protocols, a multi-process run's
+    final checkpoint): the GPU when there is one and ``train.cpu`` is off, in bf16 when ``train.bf16``, else the
+    CPU in fp32. ``cuda`` stands in for the machine (tests); None = ask torch. On CPU this is what every committed
+    reference was evaluated under."""
+    import torch
+
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    if cuda and not cfg.train.cpu:
+        return "cuda", torch.bfloat16 if cfg.train.bf16 else torch.float32
+    return "cpu", torch.float32
+
+
 def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus: int | None = None,
                         bf16_supported: bool | None = None, vllm_installed: bool | None = None) -> list[str]:
     """Whether ``cfg`` can run on this machine, checked before a run starts (not at load time: the ``--dry-run``

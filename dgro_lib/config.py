@@ -18,7 +18,7 @@ import yaml
 
 from .data.math import ALL_KINDS, SYNTHETIC, resolve_dataset
 from .losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
-from .checks import check_runnable_here, uses_reference_model, validate_values, vllm_max_model_length
+from .checks import check_runnable_here, eval_placement, uses_reference_model, validate_values, vllm_max_model_length
 from .typed import ConfigError, build_dataclass
 from .paths import PARAMS
 from .rewards import get_scheme
@@ -41,6 +41,7 @@ __all__ = [
     "uses_reference_model",
     "vllm_max_model_length",
     "check_runnable_here",
+    "eval_placement",
 ]
 
 

@@ -51,12 +51,14 @@ def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 
 
 
 def _policy_entropy(cfg, path, *, n_prompts, n_samples, seed, batch_size) -> dict[str, Any]:
+    from .config import eval_placement
     from .inputs import load_train_records
     from .models.loading import load_model
     from .sampling import sample
     from .tasks import get_task
 
-    model, tok = load_model(path)
+    device, dtype = eval_placement(cfg)  # the GPU on a GPU node
+    model, tok = load_model(path, device=device, dtype=dtype)
     model.eval()
     task = get_task(cfg.data.task)
     records = load_train_records(cfg)[:n_prompts]

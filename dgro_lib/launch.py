@@ -8,7 +8,9 @@ A notebook must not hold training logic, and multi-GPU training cannot run insid
     accelerate launch --num_processes N [--config_file trl/accelerate_configs/zero2.yaml | --cpu | --multi_gpu] \\
         -m dgro_lib.train --config <run_dir>/config.yaml --seed S --run-dir <run_dir>
 
-with TRL's own DeepSpeed ZeRO-2/ZeRO-3 and FSDP2 accelerate configs (``train.distributed``). The child's
+with TRL's own DeepSpeed ZeRO-2/ZeRO-3 and FSDP2 accelerate configs (``train.distributed``), and once those
+processes have exited, evaluates the run here (:func:`dgro_lib.training.evaluate_trained_run`): the periodic
+snapshots, then the final checkpoint. The child's
 output (TRL's logs, tqdm bars) is streamed into the caller (the notebook cell) as it arrives; a failing child
 fails the call with its exit code and the tail of its output.
 """
@@ -29,7 +31,7 @@ import yaml
 
 from .config import ExperimentConfig, config_to_dict
 from .runstore import prepare_run
-from .training import run_training
+from .training import TRAINED, evaluate_trained_run, run_training
 
 __all__ = ["ACCELERATE_CONFIGS", "accelerate_command", "free_port", "launch_run", "trl_accelerate_config",
            "stream_command"]
@@ -116,10 +118,11 @@ def launch_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: 
     if prepare_run(cfg, seed, run_dir):  # here, before the ranks start, so they find the folder settled
         return json.loads(final.read_text())["summary"]
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_path = run_dir / "config.yaml"
-    config_path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
-    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.train.threads), "PYTHONUNBUFFERED": "1"}
-    stream_command(accelerate_command(cfg, config_path, seed, run_dir, point), env=env, out=out)
-    if not final.exists():
-        raise RuntimeError(f"the launched run exited cleanly but wrote no {final}")
-    return json.loads(final.read_text())["summary"]
+    if not (run_dir / TRAINED).is_file():  # else killed in its evaluation: training is done, only that is redone
+        config_path = run_dir / "config.yaml"
+        config_path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+        env = {**os.environ, "OMP_NUM_THREADS": str(cfg.train.threads), "PYTHONUNBUFFERED": "1"}
+        stream_command(accelerate_command(cfg, config_path, seed, run_dir, point), env=env, out=out)
+    # The evaluation is a job of its own, here, after the training processes have exited: inside them only rank 0
+    # would decode, and under ZeRO-3 its forward passes wait for ranks that sit in a barrier.
+    return evaluate_trained_run(cfg, seed, run_dir, point=point)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from .config import ExperimentConfig, config_from_dict, config_to_dict
+from .config import ExperimentConfig, config_from_dict, config_to_dict, eval_placement
 from .evaluate import eval_summary, evaluate_under_config
 from .inputs import load_eval_records, load_train_records, puzzle_key
 from .manifest import atomic_write, write_json
@@ -176,13 +176,15 @@ def _start_extension(cfg: ExperimentConfig, run_dir: Path, extension: dict) -> N
         rows = pd.read_csv(heldout_csv)
         rows = rows[rows.step != step]
         if t.eval_every and step % t.eval_every == 0:
-            model, tokenizer = load_model(str(run_dir / "trainer" / f"checkpoint-{step}"))
+            device, dtype = eval_placement(cfg)
+            model, tokenizer = load_model(str(run_dir / "trainer" / f"checkpoint-{step}"), device=device, dtype=dtype)
             subset = load_eval_records(cfg)[: t.eval_subset]
             ev = evaluate_under_config(model, tokenizer, subset, cfg)
             rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": len(subset), **eval_summary(ev)}])])
         rows = rows.sort_values("step")
         atomic_write(heldout_csv, lambda tmp: rows.to_csv(tmp, index=False))
     os.replace(final_path, run_dir / f"final_eval-step{step}.json")
+    (run_dir / "trained.json").unlink(missing_ok=True)  # a multi-process run's end of training: now the extension's
 
 
 def prepare_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> bool:

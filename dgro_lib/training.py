@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -18,18 +19,20 @@ from datasets import Dataset
 from transformers import TrainerCallback, set_seed
 from trl import GRPOConfig
 
-from .config import ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model, vllm_max_model_length
+from .config import (ExperimentConfig, check_runnable_here, config_to_dict, eval_placement, uses_reference_model,
+                     vllm_max_model_length)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
 from .inputs import load_eval_records, load_train_records, resolve_model_path
 from .losses import trl_loss_type
 from .manifest import atomic_write, finish_manifest, write_json, write_manifest
-from .models import load_model
+from .models import load_model, load_tokenizer
 from .runstore import latest_checkpoint, prepare_run
 from .sampling import sample
 from .tasks import get_task
 from .trainer import DGROTrainer, NonFiniteError, make_rollout_func
 
-__all__ = ["grpo_config", "uses_reference_model", "run_training", "RunRecorder"]
+__all__ = ["grpo_config", "uses_reference_model", "run_training", "evaluate_trained_run", "snapshot_dir",
+           "RunRecorder", "TRAINED"]
 
 # TrainConfig fields that GRPOConfig takes under the same name and meaning
 _SAME_NAME_FIELDS = ("num_generations", "num_iterations", "top_p", "max_steps", "learning_rate", "adam_beta1",
@@ -89,12 +92,20 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> GRPOCo
 
 class RunRecorder(TrainerCallback):
     """Collects every log (written to metrics.csv at each checkpoint and at the end) and runs the periodic
-    held-out evaluation on ``subset``, on the main process. It starts from the rows a killed run left in
-    ``run_dir``; rows after the checkpoint a run resumes from are dropped (:meth:`keep_until`) and re-logged.
-    :meth:`attach` gives it the trainer it records (the trainer is built with the callback already in it)."""
+    held-out evaluation on ``subset``. It starts from the rows a killed run left in ``run_dir``; rows after the
+    checkpoint a run resumes from are dropped (:meth:`keep_until`) and re-logged. :meth:`attach` gives it the
+    trainer it records (the trainer is built with the callback already in it).
 
-    def __init__(self, cfg: ExperimentConfig, run_dir: Path, tokenizer, subset: list[dict], *, main: bool):
+    In one process it evaluates in place. Over several processes (``distributed``) no rank evaluates: under ZeRO-3
+    a forward pass needs every rank, so rank 0 decoding alone while the others wait would hang the job (and a long
+    evaluation would outlast the process group's timeout). Every rank instead saves the weights (a collective save,
+    gathered to 16 bits) to ``run_dir/snapshots/step-N``, which :func:`evaluate_trained_run` evaluates after the
+    training processes have exited."""
+
+    def __init__(self, cfg: ExperimentConfig, run_dir: Path, tokenizer, subset: list[dict], *, main: bool,
+                 distributed: bool = False):
         self.cfg, self.run_dir, self.tokenizer, self.subset, self.main = cfg, run_dir, tokenizer, subset, main
+        self.distributed = distributed
         self.metrics_csv, self.heldout_csv = run_dir / "metrics.csv", run_dir / "heldout.csv"
         self.metrics_rows: list[dict] = []
         self.heldout_rows: list[dict] = []
@@ -113,8 +124,9 @@ class RunRecorder(TrainerCallback):
         self.heldout_rows = [r for r in self.heldout_rows if r["step"] <= step]
 
     def add_heldout(self, row: dict) -> None:
-        self.heldout_rows.append(row)
-        rows = pd.DataFrame(self.heldout_rows)
+        """Add (or, for an evaluation redone after a kill, replace) the held-out row of ``row["step"]``."""
+        self.heldout_rows = [r for r in self.heldout_rows if r["step"] != row["step"]] + [row]
+        rows = pd.DataFrame(self.heldout_rows).sort_values("step", kind="stable")
         atomic_write(self.heldout_csv, lambda tmp: rows.to_csv(tmp, index=False))
 
     def _write_metrics(self) -> None:
@@ -140,7 +152,11 @@ class RunRecorder(TrainerCallback):
         t, trainer = self.cfg.train, self.trainer
         if t.rank_logs:
             trainer.write_rank_log(self.run_dir / "ranks", state.global_step)
-        if self.main and t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps:
+        if not (t.eval_every and state.global_step % t.eval_every == 0 and state.global_step < t.max_steps):
+            return
+        if self.distributed:
+            trainer.save_model(str(snapshot_dir(self.run_dir, state.global_step)))  # every rank: a collective save
+        elif self.main:
             ev = evaluate_under_config(trainer.accelerator.unwrap_model(trainer.model), self.tokenizer, self.subset,
                                        self.cfg)
             self.add_heldout({"step": state.global_step, "subset": len(self.subset), **eval_summary(ev)})
@@ -176,15 +192,20 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         write_manifest(run_dir / "manifest.json", config=config_to_dict(cfg), seed=seed,
                        extra={"sweep_point": point or {}, "model_path": model_path,
                               "num_processes": world, **({"history": history} if history else {})})
+    t = cfg.train
+    # The TrainingArguments first: under `accelerate launch` with a ZeRO-3 config, building them registers the
+    # DeepSpeed config that from_pretrained reads, so the weights are partitioned as they load (zero.Init). A model
+    # loaded before that is a full fp32 copy in every rank's host RAM (~30 GB a rank for a 7B model).
+    args = grpo_config(cfg, seed, run_dir)
     model, tokenizer = load_model(model_path, peft=cfg.model.peft)
     train_records = load_train_records(cfg)
     eval_records = load_eval_records(cfg)
     columns = {"prompt": [task.prompt(r, cfg.data.template) for r in train_records], **task.columns(train_records)}
     train_ds = Dataset.from_dict(columns)
 
-    t = cfg.train
-    args = grpo_config(cfg, seed, run_dir)
-    recorder = RunRecorder(cfg, run_dir, tokenizer, eval_records[: t.eval_subset], main=main)
+    distributed = world > 1
+    recorder = RunRecorder(cfg, run_dir, tokenizer, eval_records[: t.eval_subset], main=main,
+                           distributed=distributed)
     trainer = DGROTrainer(
         model=model,
         reward_funcs=task.reward_func(cfg.reward.coefficients if cfg.reward.scheme == "custom" else cfg.reward.scheme),
@@ -220,15 +241,73 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
             finish_manifest(run_dir / "manifest.json", status="nonfinite", train_seconds=time.time() - t0)
         raise
     train_seconds = time.time() - t0
-    if not trainer.accelerator.is_main_process:
+    trained = {"train_seconds": train_seconds, **({"resumed_from": Path(resume).name} if resume else {})}
+    if distributed:
+        # No rank evaluates: the launcher does, in its own process, once these have exited (evaluate_trained_run)
+        if trainer.accelerator.is_main_process:
+            write_json(run_dir / TRAINED, trained)
         return None
+    return _finish_run(cfg, seed, run_dir, trainer.accelerator.unwrap_model(trainer.model), tokenizer,
+                       eval_records, trained, point=point, recorder=recorder)
 
-    final = evaluate_under_config(trainer.accelerator.unwrap_model(trainer.model), tokenizer, eval_records, cfg)
-    summary = {**eval_summary(final), "train_seconds": train_seconds, "seed": seed, **(point or {})}
-    recorder.add_heldout({"step": t.max_steps, "subset": len(eval_records), **eval_summary(final)})
-    write_json(final_path, {"summary": summary, "correct": list(map(bool, final["correct"])),
-                            "protocol": protocol_for_config(cfg, len(final["correct"]))})
+
+TRAINED = "trained.json"
+"""Written by the main rank of a multi-process run when training has finished (train seconds, where it resumed);
+the run is complete once :func:`evaluate_trained_run` has written ``final_eval.json``."""
+
+
+def snapshot_dir(run_dir: str | Path, step: int) -> Path:
+    """Where a multi-process run saves its weights at a periodic evaluation step, for :func:`evaluate_trained_run`."""
+    return Path(run_dir) / "snapshots" / f"step-{step}"
+
+
+def _finish_run(cfg: ExperimentConfig, seed: int, run_dir: Path, model, tokenizer, eval_records: list[dict],
+                trained: dict, *, point: dict | None, recorder: RunRecorder) -> dict:
+    """The final held-out evaluation of a trained run: final_eval.json, the last heldout.csv row, the manifest."""
+    final = evaluate_under_config(model, tokenizer, eval_records, cfg)
+    summary = {**eval_summary(final), "train_seconds": trained["train_seconds"], "seed": seed, **(point or {})}
+    recorder.add_heldout({"step": cfg.train.max_steps, "subset": len(eval_records), **eval_summary(final)})
+    write_json(run_dir / "final_eval.json", {"summary": summary, "correct": list(map(bool, final["correct"])),
+                                             "protocol": protocol_for_config(cfg, len(final["correct"])),
+                                             "evaluated_on": {"device": str(model.device), "dtype": str(model.dtype)}})
     # train_seconds is this process's share: a resumed run records where it resumed, and estimates skip it
-    finish_manifest(run_dir / "manifest.json", train_seconds=train_seconds,
-                    **({"resumed_from": Path(resume).name} if resume else {}))
+    finish_manifest(run_dir / "manifest.json", **trained)
     return json.loads(json.dumps(summary))  # the same form a reused run returns (JSON keys are strings)
+
+
+def evaluate_trained_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *,
+                         point: dict | None = None) -> dict:
+    """Evaluate a multi-process run after its training processes have exited, in this (one) process.
+
+    The periodic snapshots (``run_dir/snapshots/step-N``, :class:`RunRecorder`) are evaluated on ``train.eval_subset``
+    puzzles and removed, one at a time, so a kill loses at most the one in progress; then the last checkpoint on all
+    held-out puzzles, as an in-process run does. The weights go to the GPU when there is one (in bf16 when
+    ``train.bf16``; :func:`~dgro_lib.config.eval_placement`); the tokenizer is the base model's, which training does
+    not change. Returns the run's summary, as :func:`run_training` does.
+    """
+    run_dir = Path(run_dir)
+    final_path = run_dir / "final_eval.json"
+    if final_path.exists():
+        return json.loads(final_path.read_text())["summary"]
+    if not (run_dir / TRAINED).is_file():
+        raise RuntimeError(f"{run_dir}: the training processes exited without writing {TRAINED}; the run did not "
+                           "finish training (its output above says why)")
+    trained = json.loads((run_dir / TRAINED).read_text())
+    torch.set_num_threads(cfg.train.threads)
+    device, dtype = eval_placement(cfg)
+    tokenizer = load_tokenizer(resolve_model_path(cfg))
+    eval_records = load_eval_records(cfg)
+    subset = eval_records[: cfg.train.eval_subset]
+    recorder = RunRecorder(cfg, run_dir, tokenizer, subset, main=True)  # its heldout.csv, as the training wrote it
+    snapshots = sorted((run_dir / "snapshots").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    for snap in snapshots:
+        model, _ = load_model(snap, device=device, dtype=dtype)
+        ev = evaluate_under_config(model, tokenizer, subset, cfg)
+        recorder.add_heldout({"step": int(snap.name.split("-")[1]), "subset": len(subset), **eval_summary(ev)})
+        del model
+        shutil.rmtree(snap)
+    last = run_dir / "trainer" / f"checkpoint-{cfg.train.max_steps}"
+    if not last.is_dir():
+        raise FileNotFoundError(f"{run_dir}: training finished but left no checkpoint at its last step ({last})")
+    model, _ = load_model(last, device=device, dtype=dtype)
+    return _finish_run(cfg, seed, run_dir, model, tokenizer, eval_records, trained, point=point, recorder=recorder)

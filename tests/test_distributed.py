@@ -5,6 +5,7 @@ import json
 import sys
 from collections import defaultdict
 
+import pandas as pd
 import pytest
 
 from dgro_lib.config import apply_overrides, find_params, load_config
@@ -149,3 +150,80 @@ def _launched(cfg, run):
     summary = launch_run(cfg, 0, run)
     assert summary is not None
     return run
+
+
+def test_training_arguments_exist_before_the_model_loads(tmp_path, monkeypatch):
+    """ZeRO-3 partitions weights as they load only if the TrainingArguments (which register the DeepSpeed config)
+    were built first; a model loaded before them is a full fp32 copy on every rank."""
+    import dgro_lib.training as training
+
+    order = []
+    real_grpo_config = training.grpo_config
+    monkeypatch.setattr(training, "grpo_config", lambda *a, **k: (order.append("args"), real_grpo_config(*a, **k))[1])
+
+    class Loaded(Exception):
+        pass
+
+    def load_model(*a, **k):
+        order.append("model")
+        raise Loaded
+
+    monkeypatch.setattr(training, "load_model", load_model)
+    with pytest.raises(Loaded):
+        training.run_training(ci_cfg(), 0, tmp_path / "run")
+    assert order == ["args", "model"]
+
+
+def test_evaluations_outside_the_trainer_go_to_the_gpu_when_there_is_one():
+    from dgro_lib.config import eval_placement
+    import torch
+
+    cfg = ci_cfg()
+    assert eval_placement(cfg, cuda=False) == ("cpu", torch.float32)  # what every CPU reference was evaluated under
+    assert eval_placement(cfg, cuda=True) == ("cuda", torch.float32)
+    assert eval_placement(apply_overrides(cfg, {"train.bf16": True}), cuda=True) == ("cuda", torch.bfloat16)
+    assert eval_placement(apply_overrides(cfg, {"train.bf16": True}), cuda=False) == ("cpu", torch.float32)
+    assert eval_placement(apply_overrides(cfg, {"train.cpu": True}), cuda=True) == ("cpu", torch.float32)
+
+
+def _zero3_run(cfg, run_dir):
+    """Train ``cfg`` over 2 CPU processes under TRL's own ZeRO-3 accelerate config (DeepSpeed's CPU accelerator),
+    then evaluate it as launch_run does: in this process, after the training processes have exited."""
+    import io
+    import os
+
+    import yaml
+
+    from dgro_lib.config import config_to_dict
+    from dgro_lib.launch import free_port, stream_command
+    from dgro_lib.training import evaluate_trained_run
+
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+    # launch_run refuses train.distributed on CPU (a GPU setting); the test launches the same child by hand
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
+           "--main_process_port", str(free_port()), "--config_file", str(trl_accelerate_config("zero3")),
+           "--mixed_precision", "no", "-m", "dgro_lib.train", "--config", str(run_dir / "config.yaml"),
+           "--seed", "0", "--run-dir", str(run_dir)]
+    stream_command(cmd, env={**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1"}, out=io.StringIO())
+    return evaluate_trained_run(cfg, 0, run_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["dgro", "dcpo"])
+def test_zero3_over_two_processes_trains_and_evaluates_without_hanging(tmp_path, loss):
+    """Under ZeRO-3 a forward pass needs every rank: evaluating on rank 0 alone hung every multi-process run at its
+    periodic and final evaluations, and DCPO's temperature-scaled log-probs read the partitioned (0,)-shaped LM head.
+    Here both ranks train, save the periodic snapshot collectively, exit, and this process evaluates."""
+    over = {"train.max_steps": 2, "train.prompts_per_step": 1, "train.num_generations": 4, "train.num_processes": 2,
+            "train.save_steps": 100, "train.eval_every": 1, "train.eval_subset": 4, "loss.name": loss}
+    if loss == "dcpo":
+        over.update({"loss.kwargs": {"correct_threshold": -2.5}, "loss.scale": "group_std"})
+    run = tmp_path / loss
+    summary = _zero3_run(ci_cfg(**over), run)
+    assert 0.0 <= summary["accuracy"] <= 1.0
+    heldout = pd.read_csv(run / "heldout.csv")
+    assert list(heldout["step"]) == [1, 2] and list(heldout["subset"])[0] == 4  # the snapshot, then the final one
+    assert not any((run / "snapshots").iterdir())  # each snapshot is removed once evaluated
+    final = json.loads((run / "final_eval.json").read_text())
+    assert final["evaluated_on"]["device"] == "cpu" and len(final["correct"]) == summary["n"]

@@ -48,8 +48,12 @@ def load_tokenizer(path: str | Path):
                                 f"from the hub: {e}") from e
 
 
-def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch.dtype = torch.float32):
-    """Load (model, tokenizer) from a local HF-format directory or a hub id.
+def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu"):
+    """Load (model, tokenizer) from a local HF-format directory or a hub id, in ``dtype`` on ``device``.
+
+    Training loads on the CPU in fp32 (the trainer places it); an evaluation passes the placement of
+    :func:`dgro_lib.config.eval_placement` (the GPU, in bf16 where the config trains in bf16).
 
     peft: None, a ``peft.LoraConfig``, or a dict with ``r``, ``alpha``, ``target_modules`` (default
     "all-linear"), ``dropout`` -> the model is wrapped with ``get_peft_model``.
@@ -59,7 +63,9 @@ def load_model(path: str | Path, *, peft: dict | Any | None = None, dtype: torch
     """
     p, src = _source(path)
     try:
-        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+        # straight onto the GPU (no full host copy first); on the CPU, from_pretrained's own default placement
+        on_cpu = torch.device(device).type == "cpu"
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **({} if on_cpu else {"device_map": device}))
         tokenizer = _tokenizer(p, src)
     except OSError as e:  # hub id unreachable or unknown
         raise FileNotFoundError(f"model {str(path)!r} is not a local directory and could not be loaded "
