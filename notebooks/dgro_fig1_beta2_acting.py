@@ -26,7 +26,7 @@
 # (β1, β2/c), so under Adam [-5,5] with β2 is [-1,1] with β2/5 — a weaker pull towards π_old. This is the one
 # setting in which the paper's Fig. 1 mechanism can exist under Adam.
 #
-# **What this notebook does**: the three ranges again, three seeds each, with (β1, β2) = (1, 0.1) and each rollout
+# **What this notebook does**: the three ranges again, 16 seeds each, with (β1, β2) = (1, 0.1) and each rollout
 # batch split into two optimizer updates (the second is off-policy, so β2 acts; the logged β2/β1 gradient ratio
 # shows it). The [-3,3] runs are DGRO Fig. 2's (1, 0.1) point (the shared run store trains them once). Each range
 # is tested against the base and against [-1,1] on the same held-out puzzles, greedy and sampled.
