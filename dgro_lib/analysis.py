@@ -79,13 +79,14 @@ def adam_scale_check(
     being checked is in the ``expect`` column.
     """
     torch.manual_seed(seed)
-    prompts = [kk.format_prompt(r, template=template) for r in records]
+    prompts = [kk.format_prompt(r, template=template, tokenizer=tokenizer) for r in records]
     completion_ids = sample(model, tokenizer, prompts, n=num_generations, temperature=1.0,
                             max_new_tokens=max_new_tokens, seed=seed)
     rows = [r for r in records for _ in range(num_generations)]
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
     outcomes = [kk_outcome(t, names=r["names"], solution=r["solution"]) for t, r in zip(texts, rows)]
-    prompt_ids = [tokenizer(kk.format_prompt(r, template=template), add_special_tokens=False)["input_ids"]
+    prompt_ids = [tokenizer(kk.format_prompt(r, template=template, tokenizer=tokenizer),
+                            add_special_tokens=False)["input_ids"]
                   for r in rows]
     loss_fn = get_loss("dgro")
     kwargs = {"aggregation": "token-mean", **(loss_kwargs or {})}

@@ -269,7 +269,7 @@ def _validate_data_values(cfg: ExperimentConfig) -> None:
     for key in ("n_train", "n_eval"):
         if getattr(d, key) < 1:
             raise ConfigError(f"data.{key}: must be >= 1, got {getattr(d, key)}")
-    templates = _kk.PROMPT_TEMPLATES if d.task == "kk" else _math_data.PROMPT_TEMPLATES
+    templates = _kk.TEMPLATES if d.task == "kk" else _math_data.TEMPLATES
     if d.template not in templates:
         raise ConfigError(f"data.template: {d.template!r} is not one of {', '.join(templates)}")
     if d.name_order not in _kk.NAME_ORDERS:

@@ -97,7 +97,9 @@ class DataConfig:
     muladd, linear]`` (:mod:`dgro_lib.data.math_worked`)."""
     template: str = "plain"
     """Prompt template of :func:`dgro_lib.data.kk.format_prompt` (``plain`` for the embedded model, ``formal`` for
-    the embedded miniature, ``qwen`` for chat checkpoints)."""
+    the embedded miniature, ``qwen`` for Logic-RL's hand-written ChatML prompt on a ChatML model such as Qwen2.5,
+    ``chat`` for the same turns through the model's own chat template, which a model without ChatML tokens, such as
+    DeepSeek-R1-Distill-Qwen-7B, needs)."""
     name_order: str = "random"
     """How generated puzzles name their people: ``random`` (as the official data) or ``positional`` (person k is
     always the k-th name; the embedded miniature's simplification). Must match the embedded preset's."""

@@ -64,7 +64,7 @@ def _policy_entropy(cfg, path, *, n_prompts, n_samples, seed, batch_size) -> dic
     records = load_train_records(cfg)[:n_prompts]
     if not records:
         raise ValueError(f"policy_entropy: {cfg.name}: no training records")
-    prompts = [tok(task.prompt(r, cfg.data.template), add_special_tokens=False)["input_ids"] for r in records]
+    prompts = [tok(task.prompt(r, cfg.data.template, tok), add_special_tokens=False)["input_ids"] for r in records]
     t = cfg.train
     comps = sample(model, tok, prompts, n=n_samples, temperature=t.temperature, top_p=t.top_p,
                    max_new_tokens=t.max_completion_length, seed=seed, batch_size=batch_size)

@@ -44,8 +44,10 @@ class Task:
     load: Callable[["ExperimentConfig", str], list[dict]]
     """(cfg, ``"train"`` | ``"eval"``) -> the split's records, before training records that are held out are
     dropped (:func:`dgro_lib.inputs.load_train_records` drops them by :func:`puzzle_key`)."""
-    prompt: Callable[[dict, str], str]
-    """(record, template) -> prompt text (every template ends in ``<think>``)."""
+    prompt: Callable[..., str]
+    """(record, template, tokenizer=None) -> prompt text (every template ends in ``<think>``); the ``chat`` template
+    renders with ``tokenizer``'s chat template and needs it, and ``qwen`` is refused for a tokenizer without ChatML's
+    tokens."""
     columns: Callable[[list[dict]], dict[str, list]]
     """records -> the dataset columns besides ``prompt``, which TRL hands the reward function per completion."""
     reward_func: Callable[[Any], Any]
@@ -99,7 +101,7 @@ def _math_load(cfg: "ExperimentConfig", split: str) -> list[dict]:
 TASKS: dict[str, Task] = {
     "kk": Task(
         name="kk", load=_kk_load,
-        prompt=lambda r, template: kk.format_prompt(r, template=template),
+        prompt=lambda r, template, tokenizer=None: kk.format_prompt(r, template=template, tokenizer=tokenizer),
         columns=lambda recs: {"names": [list(r["names"]) for r in recs],
                               "solution": [list(r["solution"]) for r in recs]},
         reward_func=kk_reward_func,
@@ -109,7 +111,8 @@ TASKS: dict[str, Task] = {
         group=lambda r: len(r["names"]), group_name="by_people", checker="dgro_lib.rewards.kk_is_correct"),
     "math": Task(
         name="math", load=_math_load,
-        prompt=lambda r, template: math_data.format_prompt(r, template=template),
+        prompt=lambda r, template, tokenizer=None: math_data.format_prompt(r, template=template,
+                                                                         tokenizer=tokenizer),
         columns=lambda recs: {"answer": [r["answer"] for r in recs]},
         reward_func=math_reward_func,
         is_correct=lambda c, r: bool(math_is_correct(c, answer=r["answer"], think_in_prompt=_THINK_IN_PROMPT)),

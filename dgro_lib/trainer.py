@@ -48,6 +48,17 @@ What TRL 1.16 does not give a custom loss, and this class adds:
   ``skip_nonfinite=True`` the step is skipped instead (its gradients are dropped, so the optimizer moves nothing,
   Adam moments included) and counted in the logged ``nonfinite/skipped``.
 
+* **The prompt text is the whole prompt.** TRL tokenizes text prompts with the tokenizer's special tokens
+  (``_tokenize_prompts``, the path its vLLM generation takes), so a BOS that the model's chat template already
+  wrote (the ``chat`` prompt template; DeepSeek-R1-Distill writes ``<｜begin▁of▁sentence｜>``) would come twice.
+  Text prompts are tokenized with ``add_special_tokens=False`` instead, as the rollout sampler and every
+  evaluation do, so training and evaluation see the same ids.
+
+The private TRL methods overridden here (TRL is pinned to the release they were written against; a test fails
+when one of them disappears): ``_generate_and_score_completions``, ``_compute_loss``, ``_calculate_rewards``,
+``_tokenize_prompts``, ``_get_grad_norm`` (in :class:`~dgro_lib.divergence.DivergenceGuard`), ``_save_checkpoint``
+and ``_load_optimizer_and_scheduler``.
+
 The beta2 term of DGRO has zero gradient when pi_theta == pi_old. TRL computes ``old_per_token_logps``
 only when a rollout batch feeds several optimizer steps (``num_iterations > 1``), so DGRO configs that
 want beta2 to act must set ``num_iterations >= 2``.
@@ -205,6 +216,13 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         weights = self.reward_weights.to(rewards_per_func.device)
         self._captured_rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
         return rewards_per_func
+
+    def _tokenize_prompts(self, prompts: list):
+        """TRL's, but text prompts are tokenized as they are (no special tokens added): the prompt text, from a
+        chat template or hand-written, already holds every token the model should see."""
+        if prompts and isinstance(prompts[0], str):
+            return self.processing_class(text=prompts, add_special_tokens=False)["input_ids"], None, {}
+        return super()._tokenize_prompts(prompts)
 
     def _generate_and_score_completions(self, inputs):
         if self.model.training:

@@ -200,7 +200,7 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     model, tokenizer = load_model(model_path, peft=cfg.model.peft)
     train_records = load_train_records(cfg)
     eval_records = load_eval_records(cfg)
-    columns = {"prompt": [task.prompt(r, cfg.data.template) for r in train_records], **task.columns(train_records)}
+    columns = {"prompt": [task.prompt(r, cfg.data.template, tokenizer) for r in train_records], **task.columns(train_records)}
     train_ds = Dataset.from_dict(columns)
 
     distributed = world > 1

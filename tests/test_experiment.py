@@ -332,7 +332,9 @@ def test_table2_runs_are_fig1_runs(profile):
 
 @pytest.mark.parametrize("profile", ["ci", "cpu", "gpu", "paper"])
 def test_fig1_beta2_part_shares_fig2_runs(profile):
-    """Fig. 1's second part trains its [-3,3] runs once with DGRO Fig. 2: the same (1, 0.1) point and training."""
+    """Fig. 1's second part trains its [-3,3] runs once with DGRO Fig. 2: the same (1, 0.1) point and training.
+
+    The two notebooks may list different seeds (Fig. 1's arms are powered first); every seed both list is one run."""
     from dgro_lib.config import expand_sweep
     from dgro_lib.runstore import run_key
 
@@ -341,4 +343,6 @@ def test_fig1_beta2_part_shares_fig2_runs(profile):
     keys2 = {run_key(c, s) for _, s, c in expand_sweep(fig2)}
     shared = [(c.reward.scheme, s) for _, s, c in expand_sweep(fig1b) if run_key(c, s) in keys2]
     if "[-3,3]" in fig1b.sweep["reward.scheme"]:
-        assert shared == [("[-3,3]", s) for s in fig1b.seeds]
+        common = [s for s in fig1b.seeds if s in fig2.seeds]
+        assert common, "the two notebooks share no seed, so no run is trained once for both"
+        assert shared == [("[-3,3]", s) for s in common]

@@ -39,6 +39,7 @@ from dgro_lib.paths import REPO
 
 # Re-exports: the names below were all defined in this module before the split; callers keep using ``kk.<name>``.
 # ``_solution_text`` is reached by the tests.
+from .chat import CHAT, render_chat, require_chatml
 from .kk_generate import NAME_ORDERS, NAMES, generate, random_statements
 from .kk_logic import LEAF_OPERATORS, OPERATORS, PersonStatement, evaluate, parse_statements, solve
 from .kk_render import (
@@ -64,6 +65,8 @@ __all__ = [
     "NAME_ORDERS",
     "SAYING_TEMPLATES",
     "PROMPT_TEMPLATES",
+    "TEMPLATES",
+    "chat_messages",
     "parse_statements",
     "evaluate",
     "solve",
@@ -108,6 +111,8 @@ PROMPT_TEMPLATES: dict[str, str] = {
     "qwen": ("<|im_start|>system\n" + _QWEN_SYSTEM.replace("{", "{{").replace("}", "}}")
              + "<|im_end|>\n<|im_start|>user\n{quiz}\n<|im_end|>\n<|im_start|>assistant\n<think>"),
 }
+TEMPLATES = (*PROMPT_TEMPLATES, CHAT)
+"""Every prompt template name: the format strings above and ``chat`` (the tokenizer's chat template)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,17 +282,29 @@ def load_kk_hub(name: str = "K-and-K/knights-and-knaves", subset: str = "test", 
 # Prompts and targets
 # --------------------------------------------------------------------------------------------
 
-def format_prompt(record: dict, *, template: str = "plain") -> str:
+def chat_messages(record: dict) -> list[dict[str, str]]:
+    """The ``qwen`` template's turns as chat messages (Logic-RL's system message, the quiz as the user turn), for the
+    ``chat`` template to render with the model's own chat template."""
+    return [{"role": "system", "content": _QWEN_SYSTEM}, {"role": "user", "content": record["quiz"]}]
+
+
+def format_prompt(record: dict, *, template: str = "plain", tokenizer=None) -> str:
     """Prompt text for one record; every template ends with ``<think>``.
 
     ``plain`` (embedded word-level model): ``"{quiz}\\nAnswer with each person's role.\\n<think>"``.
     ``formal`` (the embedded miniature): the same, with the quiz replaced by the header of the ``explicit``
     reasoning trace (:func:`dgro_lib.data.trace.header_words`): the statements in the trace's own words.
     ``qwen`` (real chat checkpoints): Logic-RL's chat prompt, system message then the quiz as the
-    user turn, then ``<|im_start|>assistant\\n<think>``.
+    user turn, then ``<|im_start|>assistant\\n<think>``; refused for a ``tokenizer`` without ChatML's tokens.
+    ``chat`` (real checkpoints): the same turns through ``tokenizer``'s own chat template
+    (:func:`dgro_lib.data.chat.render_chat`), which it requires.
     """
+    if template == CHAT:
+        return render_chat(tokenizer, chat_messages(record))
     if template not in PROMPT_TEMPLATES:
-        raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(PROMPT_TEMPLATES)})")
+        raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(TEMPLATES)})")
+    if template == "qwen":
+        require_chatml(tokenizer)
     if template == "formal":
         from .trace import header_words  # trace renders with this module's helpers: import at call time
 

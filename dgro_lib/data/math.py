@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 # Re-exports: the names below were all defined in this module before the split; callers keep using
 # ``dgro_lib.data.math.<name>``.
+from .chat import CHAT, render_chat, require_chatml
 from .math_datasets import MATH_DATASETS, MathDatasetSpec, load_math, resolve_dataset
 from .math_generate import ALL_KINDS, KINDS, generate_math
 from .math_records import (
@@ -73,6 +74,8 @@ __all__ = [
     "resolve_dataset",
     "load_math",
     "PROMPT_TEMPLATES",
+    "TEMPLATES",
+    "chat_messages",
     "format_prompt",
 ]
 
@@ -96,16 +99,34 @@ PROMPT_TEMPLATES: dict[str, str] = {
 }
 
 
-def format_prompt(record: Mapping[str, Any], *, template: str = "plain") -> str:
-    """Prompt text for one math record; both templates end with ``<think>``.
+TEMPLATES = (*PROMPT_TEMPLATES, CHAT)
+"""Every prompt template name: the format strings above and ``chat`` (the tokenizer's chat template)."""
+
+
+def chat_messages(record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The ``qwen`` template's turns as chat messages (the system message, then the problem and the instruction as
+    the user turn), for the ``chat`` template to render with the model's own chat template."""
+    unescape = lambda t: t.replace("{{", "{").replace("}}", "}")  # noqa: E731 (the templates are format strings)
+    return [{"role": "system", "content": unescape(_QWEN_SYSTEM)},
+            {"role": "user", "content": f"{record['problem']}\n{unescape(_INSTRUCTION)}"}]
+
+
+def format_prompt(record: Mapping[str, Any], *, template: str = "plain", tokenizer=None) -> str:
+    """Prompt text for one math record; every template ends with ``<think>``.
 
     ``plain``: ``"{problem}\\nPlease reason step by step, and put your final answer within
     \\boxed{}.\\n<think>"``. ``qwen``: a system message describing the think/boxed format, the
     problem and the same instruction as the user turn, then ``<|im_start|>assistant\\n<think>``
-    (mirrors :func:`dgro_lib.data.kk.format_prompt`).
+    (mirrors :func:`dgro_lib.data.kk.format_prompt`); refused for a ``tokenizer`` without ChatML's tokens.
+    ``chat``: the same turns through ``tokenizer``'s own chat template (:func:`dgro_lib.data.chat.render_chat`),
+    which it requires: DeepSeek-R1-Distill-Qwen-7B, the paper's math model, has no ChatML tokens.
     """
-    if template not in PROMPT_TEMPLATES:
-        raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(PROMPT_TEMPLATES)})")
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown prompt template {template!r} (valid: {', '.join(TEMPLATES)})")
     if "problem" not in record:
         raise ValueError(f"record has no 'problem' field (fields: {sorted(map(str, record))})")
+    if template == CHAT:
+        return render_chat(tokenizer, chat_messages(record))
+    if template == "qwen":
+        require_chatml(tokenizer)
     return PROMPT_TEMPLATES[template].format(problem=record["problem"])

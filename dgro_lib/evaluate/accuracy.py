@@ -75,7 +75,7 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
     truncated = 0
     for s in tqdm(range(0, len(records), per_chunk), desc="eval", disable=not progress):
         recs = records[s:s + per_chunk]
-        ids = sample(model, tokenizer, [task.prompt(r, template) for r in recs], n=n,
+        ids = sample(model, tokenizer, [task.prompt(r, template, tokenizer) for r in recs], n=n,
                      temperature=temperature, top_p=top_p, greedy=greedy, max_new_tokens=max_new_tokens,
                      seed=None if seed is None else seed + s)
         completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
