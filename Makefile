@@ -8,21 +8,47 @@ RETRAIN ?=
 PRESET ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: venv reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv venv-gpu preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every package at the version and sha256 of requirements/cpu.txt (uv-compiled from pyproject.toml by
+# requirements/compile.sh): the environment the references were computed in. torch's CPU build (2.13.0+cpu) is on
+# this machine's disk; elsewhere it comes from the PyTorch CPU index (PIP_EXTRA_INDEX_URL, see the message below).
+$(STAMP): pyproject.toml requirements/cpu.txt requirements/cpu-deepspeed.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch first and pinned: this exact version is served from local disk (CPU build); any other spec downloads GBs.
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[notebooks,math,dev]'
-	# deepspeed builds against the torch above (no isolated build env, which would fetch a CUDA torch); its ops are
-	# compiled at first use. The ZeRO-3 two-process test runs it on DeepSpeed's CPU accelerator.
-	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation 'deepspeed==0.19.8'
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/cpu.txt || { echo "make venv: \
+	installing requirements/cpu.txt failed; if pip found no torch==2.13.0+cpu, it is on the PyTorch CPU index: \
+	PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu make venv" >&2; exit 1; }
+	# deepspeed is an sdist that builds against the torch installed above (an isolated build env would fetch a CUDA
+	# torch); its ops are compiled at first use. The ZeRO-3 two-process test runs it on DeepSpeed's CPU accelerator.
+	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --require-hashes --no-deps --no-build-isolation -r requirements/cpu-deepspeed.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
+
+# A CUDA node (x86_64 Linux, CPython 3.11, an NVIDIA driver for CUDA 13.0): requirements/cuda.txt, PyPI's CUDA
+# build of torch 2.13.0 and vLLM 0.31.0 at their hashes, then deepspeed built against that torch, then the
+# preflight (python -m dgro_lib.preflight). A CPU torch already in the venv is removed first: pip would take a
+# 2.13.0+cpu as satisfying torch==2.13.0 and keep it.
+venv-gpu:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	if $(PY) -c "import torch, sys; sys.exit(torch.version.cuda is not None)" 2>/dev/null; then \
+	  $(PY) -m pip uninstall --yes torch deepspeed; fi
+	$(PY) -m pip install --require-hashes --no-deps -r requirements/cuda.txt
+	$(PY) -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/cuda-deepspeed.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip check
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+	$(PY) -m dgro_lib.preflight
+
+# Before a GPU profile: the stack and this machine against the profile's params (reproduce runs it too).
+preflight: $(STAMP)
+	$(PY) -m dgro_lib.preflight --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
 
 # Restores every archived run whose identity matches (a fresh clone: minutes); RETRAIN=1 trains every run here.
 reproduce: $(STAMP)

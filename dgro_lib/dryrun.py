@@ -17,7 +17,13 @@ generation KV cache is 2·layers·kv_heads·head_dim·2 bytes per token for all 
 the vLLM share of the GPU (colocate). With vLLM colocated, the KV cache of one sequence of the context vLLM
 reserves (``vllm_max_model_length``: prompt + completion lengths, else the model's whole ``max_position_embeddings``)
 must fit in that share less vLLM's bf16 copy of the weights, or vLLM refuses to start: such a config fails the dry
-run. These are estimates to catch configs that cannot fit, not a profiler.
+run. DeepSpeed ZeRO in bf16 adds an fp32 gradient partition (4 bytes per trainable parameter over the ranks), and
+ZeRO-3 the layers it gathers for a forward pass (up to ``stage3_max_live_parameters``, 1e9, in bf16). Extra rollouts
+appended to the batch (DCPO's J2/J4) lengthen every micro-batch and the generation by their share of the prompts.
+The evaluations after training hold the whole model and the KV cache of one ``eval.batch_size`` batch per GPU; the
+host RAM per rank is the fp32 model while it loads (partitioned as it loads under ZeRO-3, a full copy per rank
+otherwise), and per node that times the ranks. These are estimates to catch configs that cannot fit, not a
+profiler.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from huggingface_hub import try_to_load_from_cache
 from transformers import AutoConfig
 
 from .config import ExperimentConfig, expand_sweep, load_config, uses_reference_model, vllm_max_model_length
-from .losses import loss_on_policy_inert
+from .losses import loss_extra_rollouts, loss_on_policy_inert
 from .paths import PARAMS
 
 __all__ = ["KNOWN_ARCHITECTURES", "Architecture", "resolve_architecture", "estimate", "dry_run"]
@@ -146,19 +152,34 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     prompt_len = t.max_prompt_length or 512
     s = prompt_len + t.max_completion_length
     h, L = arch.hidden, arch.layers
+    # Extra rollouts appended to the batch (DCPO's J2/J4: a second sampling of a share of the prompts) make every
+    # micro-batch that much longer; AEPO's replace them and keep its size.
+    spec = loss_extra_rollouts(cfg.loss.name, cfg.loss.kwargs) if cfg.kind == "train" else None
+    extra = 0.0
+    if spec is not None and spec.placement == "append":
+        extra = spec.fraction if spec.max_rows is None else min(spec.fraction, spec.max_rows / rows)
+    fwd_rows = micro * (1 + extra)
     if t.gradient_checkpointing:
-        act = micro * s * h * (2 * L + 34)
+        act = fwd_rows * s * h * (2 * L + 34)
     else:
-        act = micro * s * h * 34 * L
-    logits = min(micro * s, 4096) * arch.vocab * 4
+        act = fwd_rows * s * h * 34 * L
+    logits = min(fwd_rows * s, 4096) * arch.vocab * 4
     kv_per_token = 2 * L * arch.kv_heads * arch.head_dim * 2
+    # DeepSpeed ZeRO with bf16 keeps an fp32 gradient partition for the optimizer beside the bf16 gradients
+    # (grad_accum_dtype fp32); ZeRO-3 also gathers whole layers for each forward, up to stage3_max_live_parameters
+    # (1e9 by default) at once.
+    zero_fp32_grads = trainable * 4 / shard_go if t.distributed in ("zero2", "zero3") and t.bf16 else 0.0
+    zero3_live = min(P, 1e9) * wbytes if t.distributed == "zero3" else 0.0
+    # Host RAM of one rank while the model loads: fp32 weights, partitioned as they load under ZeRO-3 (zero.Init;
+    # the run builds TrainingArguments before the model), a full copy per rank otherwise.
+    host = P * 4 / (n if t.distributed == "zero3" else 1)
     if t.use_vllm and t.vllm_mode == "colocate":
         gen = t.vllm_gpu_memory_utilization * t.gpu_memory_gb * GiB
         gen_note = f"vLLM colocate share {t.vllm_gpu_memory_utilization:.2f}"
     elif t.use_vllm:
         gen, gen_note = 0.0, "vLLM server (separate GPUs)"
     else:
-        gen = kv_per_token * s * (rows // n)
+        gen = kv_per_token * s * (rows // n) * (1 + extra)
         gen_note = "HF generate KV cache"
     if cfg.kind == "eval":  # inference only: weights and the generation cache of one eval batch
         grads = optim = ref = act = logits = 0.0
@@ -167,7 +188,14 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
         s = prompt_len + cfg.eval.max_new_tokens
         if not t.use_vllm:
             gen, gen_note = kv_per_token * s * micro, "HF generate KV cache (eval batch)"
-    total = weights + grads + optim + ref + act + logits + gen
+    if cfg.kind == "eval":
+        zero_fp32_grads = zero3_live = 0.0
+        host = P * wbytes
+    total = weights + grads + optim + zero_fp32_grads + zero3_live + ref + act + logits + gen
+    # The evaluations after training (separate processes, one model per GPU, bf16 with train.bf16): the whole model
+    # and the KV cache of one evaluation batch of prompts.
+    e = cfg.eval
+    eval_mem = P * wbytes + kv_per_token * (prompt_len + e.max_new_tokens) * e.batch_size
     vllm_kv = _vllm_kv_cache(cfg, arch, P, kv_per_token, gen) if t.use_vllm and cfg.kind == "train" else {}
     warnings = []
     inert = loss_on_policy_inert(cfg.loss.name, cfg.loss.kwargs)
@@ -176,6 +204,10 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
                         f"updates_per_rollout = 1), so the term it weighs (distance to pi_old) has zero gradient")
     if total > t.gpu_memory_gb * GiB:
         warnings.append(f"estimated {total / GiB:.1f} GiB per rank exceeds train.gpu_memory_gb = {t.gpu_memory_gb}")
+    if eval_mem > t.gpu_memory_gb * GiB:
+        warnings.append(f"the evaluation needs an estimated {eval_mem / GiB:.1f} GiB (weights and the KV cache of "
+                        f"eval.batch_size = {e.batch_size} prompts), more than train.gpu_memory_gb = "
+                        f"{t.gpu_memory_gb}: lower eval.batch_size")
     if n == 1 and P > 1e9 and cfg.kind == "train":
         warnings.append("a > 1B-parameter model on one process: set train.num_processes / train.distributed")
     if t.max_prompt_length is None:
@@ -185,6 +217,8 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
         "micro_batch_per_rank": micro, "updates_per_rollout": updates, "seq_len": s,
         "weights_GiB": weights / GiB, "grads_GiB": grads / GiB, "optim_GiB": optim / GiB, "ref_GiB": ref / GiB,
         "activations_GiB": act / GiB, "logits_GiB": logits / GiB, "generation_GiB": gen / GiB,
+        "extra_rows": extra, "zero_fp32_grads_GiB": zero_fp32_grads / GiB, "zero3_live_GiB": zero3_live / GiB,
+        "eval_GiB": eval_mem / GiB, "host_GiB_per_rank": host / GiB, "host_GiB_node": host * n / GiB,
         "generation": gen_note, "total_GiB": total / GiB, "gpu_GiB": t.gpu_memory_gb, **vllm_kv, "warnings": warnings,
     }
 
@@ -290,9 +324,10 @@ def dry_run(profile: str = "paper", *, params_root: str | Path | None = None, ou
             failures.append(f"{f.name}: {type(e).__name__}: {e}")
     if rows:
         df = pd.DataFrame(rows)
-        cols = ["file", "point", "params_B", "processes", "rows_per_rollout", "micro_batch_per_rank",
-                "updates_per_rollout", "weights_GiB", "grads_GiB", "optim_GiB", "ref_GiB", "activations_GiB",
-                "logits_GiB", "generation_GiB", "total_GiB", "gpu_GiB"]
+        cols = ["file", "point", "params_B", "processes", "rows_per_rollout", "micro_batch_per_rank", "extra_rows",
+                "updates_per_rollout", "weights_GiB", "grads_GiB", "optim_GiB", "zero_fp32_grads_GiB",
+                "zero3_live_GiB", "ref_GiB", "activations_GiB", "logits_GiB", "generation_GiB", "total_GiB",
+                "eval_GiB", "gpu_GiB", "host_GiB_per_rank", "host_GiB_node"]
         with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 40,
                                "display.float_format", _gib):
             print(df[cols].to_string(index=False), file=out)

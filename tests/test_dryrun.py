@@ -113,3 +113,49 @@ def test_the_miniature_rows_print_its_sizes_not_zeros():
     line = next(x for x in buf.getvalue().splitlines() if x.strip().startswith("dgro_fig1_reward_variance.yaml"))
     cells = line.split()
     assert f"{fig1['weights_GiB']:.2g}" in cells and f"{fig1['logits_GiB']:.2g}" in cells and "0.0" not in cells
+
+
+def test_zero_fp32_gradients_live_layers_and_host_ram():
+    """ZeRO in bf16 adds an fp32 gradient partition (4 B per parameter over the ranks); ZeRO-3 gathers up to 1e9
+    parameters for a forward; the host holds the fp32 model per rank while it loads, partitioned only by ZeRO-3."""
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
+    assert cfg.train.bf16 and cfg.train.num_processes == 4
+    arch = KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B-Instruct-1M"]
+    P, n = arch.n_params(), 4
+    e = {d: estimate(apply_overrides(cfg, {"train.distributed": d}), arch) for d in ("none", "zero2", "zero3")}
+    assert e["none"]["zero_fp32_grads_GiB"] == 0 and e["none"]["zero3_live_GiB"] == 0
+    assert e["zero2"]["zero_fp32_grads_GiB"] == pytest.approx(4 * P / n / GiB) == e["zero3"]["zero_fp32_grads_GiB"]
+    assert e["zero2"]["zero3_live_GiB"] == 0 and e["zero3"]["zero3_live_GiB"] == pytest.approx(2e9 / GiB)
+    assert e["none"]["host_GiB_per_rank"] == pytest.approx(4 * P / GiB) == e["zero2"]["host_GiB_per_rank"]
+    assert e["zero3"]["host_GiB_per_rank"] == pytest.approx(4 * P / n / GiB)
+    assert e["none"]["host_GiB_node"] == pytest.approx(n * 4 * P / GiB)  # ~114 GiB for 7.6B on 4 ranks
+    for d, r in e.items():  # every term is in the total
+        parts = ("weights", "grads", "optim", "zero_fp32_grads", "zero3_live", "ref", "activations", "logits",
+                 "generation")
+        assert r["total_GiB"] == pytest.approx(sum(r[f"{p}_GiB"] for p in parts)), d
+
+
+def test_j2_and_j4_double_each_micro_batch():
+    """DCPO's J2/J4 append a second sampling of every prompt (fraction 1): each micro-batch's activations and the
+    HF generation cache double against J1/J3, whose batches keep their size."""
+    from dgro_lib.config import expand_sweep
+
+    cfg = apply_overrides(load_config(find_params("dcpo_fig1_grid", "paper")), {"train.use_vllm": False})
+    arch = KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B"]
+    e = {c.loss.name: estimate(c, arch) for _, _, c in expand_sweep(cfg)}
+    for a, b in (("j2", "j1"), ("j4", "j3")):
+        assert e[a]["extra_rows"] == 1.0 and e[b]["extra_rows"] == 0
+        assert e[a]["activations_GiB"] == pytest.approx(2 * e[b]["activations_GiB"])
+        assert e[a]["generation_GiB"] == pytest.approx(2 * e[b]["generation_GiB"])
+
+
+def test_evaluation_memory_is_checked():
+    """The evaluation after training holds the model and one eval batch's KV cache: a batch that cannot fit warns."""
+    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
+    arch = KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B-Instruct-1M"]
+    ok = estimate(cfg, arch)
+    kv = 2 * arch.layers * arch.kv_heads * arch.head_dim * 2
+    want = 2 * arch.n_params() + kv * (cfg.train.max_prompt_length + cfg.eval.max_new_tokens) * cfg.eval.batch_size
+    assert ok["eval_GiB"] == pytest.approx(want / GiB) and not any("evaluation" in w for w in ok["warnings"])
+    big = estimate(apply_overrides(cfg, {"eval.batch_size": 4096}), arch)
+    assert any("eval.batch_size = 4096" in w for w in big["warnings"])
