@@ -127,3 +127,18 @@ def test_cpu_lock_is_the_tested_environment():
         if have != version:
             wrong[name] = (version, have)
     assert not wrong, f"installed versions differ from requirements/cpu.txt (locked, installed): {wrong}"
+
+
+def test_every_notebook_has_gpu_params_that_are_the_cpu_recipe_on_a_gpu():
+    """The gpu profile covers every notebook, and each file is the cpu profile's experiment on a GPU: only the seeds,
+    the parallel workers and the GPU keys differ, and every training file refuses to start without CUDA."""
+    from dgro_lib.config import config_to_dict, find_params, load_config
+    from dgro_lib.reproduce import list_notebooks
+    from dgro_lib.runstore import config_diff
+
+    gpu_only = {"seeds", "workers", "train.cpu", "train.require_gpu", "train.gpu_memory_gb"}
+    for name in list_notebooks():
+        cpu, gpu = (load_config(find_params(name, p)) for p in ("cpu", "gpu"))
+        assert set(config_diff(config_to_dict(cpu), config_to_dict(gpu))) <= gpu_only, name
+        if gpu.kind == "train":
+            assert gpu.train.require_gpu and not gpu.train.cpu, name
