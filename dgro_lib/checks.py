@@ -398,7 +398,7 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
                         bf16_supported: bool | None = None, vllm_installed: bool | None = None) -> list[str]:
     """Whether ``cfg`` can run on this machine, checked before a run starts (not at load time: the ``--dry-run``
     validates GPU params on a CPU machine). Raises :class:`ConfigError` naming the key, instead of the CUDA or
-    accelerate traceback the run would end in: ``train.use_vllm`` without CUDA or without the vllm package,
+    accelerate traceback the run would end in: ``train.use_vllm`` or ``eval.engine: vllm`` without CUDA or without the vllm package,
     ``train.distributed`` (ZeRO/FSDP) without CUDA, ``train.num_processes`` above the GPUs present, ``train.bf16`` on
     a GPU without bf16, ``train.require_gpu`` (a GPU profile) without CUDA. Returns notes for what runs differently here (bf16 ignored on CPU). The keyword arguments
     stand in for the machine (tests); None = ask torch / importlib."""
@@ -424,6 +424,12 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
         if t.num_processes > 1 and on_gpu and t.num_processes > gpus:
             raise ConfigError(f"train.num_processes: {t.num_processes} processes (one per GPU), but this machine has "
                               f"{gpus} GPU(s)")
+    if cfg.eval.engine == "vllm" and cfg.kind in ("train", "eval"):
+        if not on_gpu:
+            raise ConfigError("eval.engine: vllm needs a CUDA GPU, and this machine has none "
+                              "(torch.cuda.is_available() is False); set eval.engine: hf, or run on a GPU node")
+        if not (importlib.util.find_spec("vllm") is not None if vllm_installed is None else vllm_installed):
+            raise ConfigError("eval.engine: vllm, but the vllm package is not installed (make venv-gpu)")
     if t.require_gpu and not on_gpu and cfg.kind == "train":
         raise ConfigError(f"train.require_gpu: true, but this machine has no CUDA GPU (torch {torch.__version__} in "
                           f"{sys.executable}: torch.cuda.is_available() is False), so the run would train on the CPU; "

@@ -253,7 +253,12 @@ class EvalConfig:
     max_new_tokens: int = 400
     """Generation budget per completion."""
     batch_size: int = 50
-    """Rows per generation chunk (memory, not results)."""
+    """Rows per generation chunk (memory, not results; the vLLM engine batches by itself)."""
+    engine: str = "hf"
+    """What generates the evaluation's completions outside the trainer: ``hf`` (the project's KV-cache sampler on
+    the run's model, CPU or GPU) or ``vllm`` (vLLM's offline engine, :mod:`dgro_lib.evaluate.vllm_engine`: GPU
+    nodes, multi-process runs, whose every evaluation runs after training in its own process). The protocol of a
+    result names the engine when it is not ``hf``."""
 
 
 KINDS = ("train", "eval", "theory")
@@ -381,6 +386,16 @@ def _validate(cfg: ExperimentConfig) -> None:
                           f"{e.n_samples}, {e.max_new_tokens}, {e.batch_size}")
     if e.temperature == 0 and e.n_samples != 1:
         raise ConfigError(f"eval.n_samples: greedy decoding (eval.temperature 0) gives one answer, got {e.n_samples}")
+    if e.engine not in ("hf", "vllm"):
+        raise ConfigError(f"eval.engine: {e.engine!r} is not one of hf, vllm")
+    if e.engine == "vllm" and cfg.kind == "train" and cfg.train.num_processes == 1:
+        raise ConfigError("eval.engine: vllm evaluates outside the training processes, which only multi-process runs "
+                          "(train.num_processes > 1) do; a one-process run evaluates in its own process with the "
+                          "KV-cache sampler, so its results would mix engines: use eval.engine: hf")
+    if e.engine == "vllm" and cfg.train.max_prompt_length is None:
+        raise ConfigError("eval.engine: vllm reserves KV cache for train.max_prompt_length + eval.max_new_tokens "
+                          "tokens, and train.max_prompt_length is unset (vLLM would reserve the model's whole "
+                          "context); set train.max_prompt_length")
     bad_k = [k for k in e.ks if not 1 <= k <= e.n_samples]
     if not e.ks or bad_k:
         raise ConfigError(f"eval.ks: every k must satisfy 1 <= k <= eval.n_samples={e.n_samples}, got {e.ks}")

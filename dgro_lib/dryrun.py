@@ -20,7 +20,8 @@ must fit in that share less vLLM's bf16 copy of the weights, or vLLM refuses to 
 run. DeepSpeed ZeRO in bf16 adds an fp32 gradient partition (4 bytes per trainable parameter over the ranks), and
 ZeRO-3 the layers it gathers for a forward pass (up to ``stage3_max_live_parameters``, 1e9, in bf16). Extra rollouts
 appended to the batch (DCPO's J2/J4) lengthen every micro-batch and the generation by their share of the prompts.
-The evaluations after training hold the whole model and the KV cache of one ``eval.batch_size`` batch per GPU; the
+The evaluations after training hold the whole model and the KV cache of one ``eval.batch_size`` batch per GPU
+(with ``eval.engine: vllm``, the engine's fixed share of the GPU, in which one sequence of prompt + budget must fit); the
 host RAM per rank is the fp32 model while it loads (partitioned as it loads under ZeRO-3, a full copy per rank
 otherwise), and per node that times the ranks. These are estimates to catch configs that cannot fit, not a
 profiler.
@@ -39,6 +40,7 @@ from huggingface_hub import try_to_load_from_cache
 from transformers import AutoConfig
 
 from .config import ExperimentConfig, expand_sweep, load_config, uses_reference_model, vllm_max_model_length
+from .evaluate.vllm_engine import VLLM_GPU_MEMORY_UTILIZATION
 from .losses import loss_extra_rollouts, loss_on_policy_inert
 from .paths import PARAMS
 
@@ -196,6 +198,15 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     # and the KV cache of one evaluation batch of prompts.
     e = cfg.eval
     eval_mem = P * wbytes + kv_per_token * (prompt_len + e.max_new_tokens) * e.batch_size
+    if e.engine == "vllm":  # vLLM's engine takes its fixed share and batches within it
+        eval_share = VLLM_GPU_MEMORY_UTILIZATION * t.gpu_memory_gb * GiB
+        eval_ctx = prompt_len + e.max_new_tokens
+        if kv_per_token * eval_ctx > eval_share - 2 * P:
+            raise ValueError(f"eval.engine vllm: the KV cache of one {eval_ctx:,}-token sequence "
+                             f"(train.max_prompt_length + eval.max_new_tokens) needs "
+                             f"{kv_per_token * eval_ctx / GiB:.1f} GiB, more than the engine's share of the GPU "
+                             f"leaves after the weights ({(eval_share - 2 * P) / GiB:.1f} GiB)")
+        eval_mem = eval_share
     vllm_kv = _vllm_kv_cache(cfg, arch, P, kv_per_token, gen) if t.use_vllm and cfg.kind == "train" else {}
     warnings = []
     inert = loss_on_policy_inert(cfg.loss.name, cfg.loss.kwargs)

@@ -25,12 +25,11 @@ from tqdm.auto import tqdm
 
 from .archive import ARCHIVED, BASE_EVALS, archive_from_env, restore_base_eval, restore_runs
 from .config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
-                     eval_placement, uses_reference_model)
+                     uses_reference_model)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
-from .inputs import load_eval_records, puzzle_key, resolve_model_path
+from .inputs import close_eval_model, load_eval_model, load_eval_records, puzzle_key, resolve_model_path
 from .launch import launch_run
 from .manifest import atomic_write, finish_manifest, write_json, write_manifest
-from .models import load_model
 from .runstore import config_diff, latest_checkpoint, prepare_run, run_id_for, run_key
 from .training import grpo_config, run_training
 
@@ -95,9 +94,12 @@ def _evaluate_base(cfg: ExperimentConfig, model_path: str, records: list[dict], 
     """One evaluation of ``model_path`` under ``cfg.eval`` as it is stored: the summary, and per puzzle ``correct`` (a
     bool when greedy, the fraction of correct samples when sampling), with the protocol and the model path."""
     torch.set_num_threads(cfg.train.threads)
-    device, dtype = eval_placement(cfg)  # a GPU node evaluates on the GPU, not on one CPU thread in fp32
-    model, tokenizer = load_model(model_path, device=device, dtype=dtype)
-    ev = evaluate_under_config(model, tokenizer, records, cfg)
+    # a GPU node evaluates on the GPU (or through vLLM, eval.engine), not on one CPU thread in fp32
+    model, tokenizer = load_eval_model(cfg, model_path)
+    try:
+        ev = evaluate_under_config(model, tokenizer, records, cfg)
+    finally:
+        close_eval_model(model)
     n = cfg.eval.n_samples if cfg.eval.temperature > 0 else 1
     correct = [c / n for c in ev["n_correct"]] if "n_correct" in ev else list(map(bool, ev["correct"]))
     return {"summary": eval_summary(ev), "correct": correct, "protocol": protocol, "model_path": str(model_path),
@@ -413,11 +415,13 @@ def base_model_tables(cfg: ExperimentConfig, store: str | Path, *, prompts: int,
     with FileLock(str(path) + ".lock"):
         restore_base_eval(model_path, path, archive_from_env(store))
         if not path.exists():  # the notebook's own thread count, as before the tables were stored
-            device, dtype = eval_placement(cfg)
-            model, tokenizer = load_model(model_path, device=device, dtype=dtype)
-            greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
-            rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=prompts, samples=samples,
-                                              temperature=temperature)
+            model, tokenizer = load_eval_model(cfg, model_path)
+            try:
+                greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
+                rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=prompts, samples=samples,
+                                                  temperature=temperature)
+            finally:
+                close_eval_model(model)
             write_json(path, {"greedy": greedy.to_dict("records"), "rates": rates.to_dict("records"),
                               "protocol": protocol, "model_path": str(model_path)})
     stored = json.loads(path.read_text())

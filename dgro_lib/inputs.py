@@ -6,13 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import ExperimentConfig
-from .models import EMBEDDED_PRESETS, config_hash, get_embedded_base_model
+from .checks import eval_placement
+from .models import EMBEDDED_PRESETS, config_hash, get_embedded_base_model, load_model, load_tokenizer
 from .models.committed import committed_base, weights_digest
 from .models.embedded import preset_names
 from .paths import REPO
 from .tasks import get_task, puzzle_key
 
-__all__ = ["resolve_model_path", "expected_base_digest", "load_train_records", "load_eval_records", "puzzle_key"]
+__all__ = ["resolve_model_path", "expected_base_digest", "load_train_records", "load_eval_records", "load_eval_model",
+           "close_eval_model", "puzzle_key"]
 
 
 def resolve_model_path(cfg: ExperimentConfig) -> str:
@@ -66,3 +68,26 @@ def load_train_records(cfg: ExperimentConfig) -> list[dict]:
 def load_eval_records(cfg: ExperimentConfig) -> list[dict]:
     """The held-out records of ``cfg`` (deterministic from ``data.eval_seed``)."""
     return _records(cfg, "eval")
+
+
+def load_eval_model(cfg: ExperimentConfig, path: str | Path):
+    """(model, tokenizer) that an evaluation outside the trainer runs on, under ``cfg.eval.engine``: ``hf`` loads
+    the checkpoint where :func:`~dgro_lib.checks.eval_placement` puts it (the GPU in bf16 with ``train.bf16``, else
+    the CPU in fp32); ``vllm`` starts vLLM's offline engine on it
+    (:class:`~dgro_lib.evaluate.vllm_engine.VLLMEvalModel`, ``max_model_len`` = ``train.max_prompt_length +
+    eval.max_new_tokens``). Release it with :func:`close_eval_model` before the next one starts."""
+    device, dtype = eval_placement(cfg)
+    if cfg.eval.engine == "vllm":
+        from .evaluate.vllm_engine import VLLMEvalModel  # vLLM is imported only when this engine is asked for
+
+        model = VLLMEvalModel(str(path), max_model_len=cfg.train.max_prompt_length + cfg.eval.max_new_tokens,
+                              dtype="bfloat16" if cfg.train.bf16 else "float32", seed=cfg.eval.seed)
+        return model, load_tokenizer(str(path))
+    return load_model(path, device=device, dtype=dtype)
+
+
+def close_eval_model(model) -> None:
+    """Free what :func:`load_eval_model` returned (an engine's GPU memory; an HF model is left to the collector)."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()

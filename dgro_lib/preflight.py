@@ -4,7 +4,7 @@ Before hours of notebooks start, it checks in one pass, and lists every problem 
 
 * **the stack**: torch at the version the project pins, and a CUDA build of it (a ``+cpu`` build, or a CUDA build
   that sees no GPU, is named as such); vLLM and deepspeed at their pinned versions where the profile's runs use
-  them (``train.use_vllm``; ``train.distributed: zero2|zero3``);
+  them (``train.use_vllm`` or ``eval.engine: vllm``; ``train.distributed: zero2|zero3``);
 * **the machine**: at least as many GPUs as the largest ``train.num_processes`` of the profile's runs, bf16 where
   ``train.bf16`` asks for it, and each params file's own :func:`~dgro_lib.checks.check_runnable_here`.
 
@@ -118,7 +118,8 @@ def preflight(configs: dict[str, ExperimentConfig] | None = None, *, machine: Ma
                 for point, c in _points(cfg)}
     train = [c for c in concrete.values() if c.kind == "train"]
     need = {"vllm", "deepspeed"} if not configs else set()
-    need |= {"vllm"} if any(c.train.use_vllm for c in train) else set()
+    need |= {"vllm"} if any(c.train.use_vllm for c in train) or any(
+        c.eval.engine == "vllm" for c in concrete.values() if c.kind != "theory") else set()
     need |= {"deepspeed"} if any(c.train.distributed.startswith("zero") for c in train) else set()
     problems = _stack_problems(m, pins, need)
     if m.torch_cuda is not None and m.gpus:  # the per-file checks would only repeat the stack's refusal otherwise
@@ -165,9 +166,13 @@ def profile_configs(profile: str, only: Sequence[str] | None = None, *, params_r
 
 
 def needs_gpu(cfg: ExperimentConfig) -> bool:
-    """Whether a params file's runs need a GPU node: ``train.require_gpu``, vLLM, or ZeRO/FSDP over processes."""
+    """Whether a params file needs a GPU node: ``train.require_gpu``, vLLM (training or evaluation), or ZeRO/FSDP
+    over processes."""
     t = cfg.train
-    return cfg.kind == "train" and (t.require_gpu or t.use_vllm or (t.num_processes > 1 and t.distributed != "none"))
+    if cfg.kind == "eval":
+        return cfg.eval.engine == "vllm"
+    return cfg.kind == "train" and (t.require_gpu or t.use_vllm or cfg.eval.engine == "vllm"
+                                    or (t.num_processes > 1 and t.distributed != "none"))
 
 
 def format_report(problems: list[str], machine: Machine) -> str:

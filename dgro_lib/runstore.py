@@ -27,11 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from .config import ExperimentConfig, config_from_dict, config_to_dict, eval_placement
+from .config import ExperimentConfig, config_from_dict, config_to_dict
 from .evaluate import eval_summary, evaluate_under_config
-from .inputs import load_eval_records, load_train_records, puzzle_key
+from .inputs import close_eval_model, load_eval_model, load_eval_records, load_train_records, puzzle_key
 from .manifest import atomic_write, write_json
-from .models import load_model
 
 __all__ = ["run_id_for", "run_key", "config_diff", "prepare_run", "latest_checkpoint"]
 
@@ -176,10 +175,12 @@ def _start_extension(cfg: ExperimentConfig, run_dir: Path, extension: dict) -> N
         rows = pd.read_csv(heldout_csv)
         rows = rows[rows.step != step]
         if t.eval_every and step % t.eval_every == 0:
-            device, dtype = eval_placement(cfg)
-            model, tokenizer = load_model(str(run_dir / "trainer" / f"checkpoint-{step}"), device=device, dtype=dtype)
+            model, tokenizer = load_eval_model(cfg, str(run_dir / "trainer" / f"checkpoint-{step}"))
             subset = load_eval_records(cfg)[: t.eval_subset]
-            ev = evaluate_under_config(model, tokenizer, subset, cfg)
+            try:
+                ev = evaluate_under_config(model, tokenizer, subset, cfg)
+            finally:
+                close_eval_model(model)
             rows = pd.concat([rows, pd.DataFrame([{"step": step, "subset": len(subset), **eval_summary(ev)}])])
         rows = rows.sort_values("step")
         atomic_write(heldout_csv, lambda tmp: rows.to_csv(tmp, index=False))

@@ -19,10 +19,10 @@ from datasets import Dataset
 from transformers import TrainerCallback, set_seed
 from trl import GRPOConfig
 
-from .config import (ExperimentConfig, check_runnable_here, config_to_dict, eval_placement, uses_reference_model,
+from .config import (ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model,
                      vllm_max_model_length)
 from .evaluate import eval_summary, evaluate_under_config, protocol_for_config
-from .inputs import load_eval_records, load_train_records, resolve_model_path
+from .inputs import close_eval_model, load_eval_model, load_eval_records, load_train_records, resolve_model_path
 from .losses import trl_loss_type
 from .manifest import atomic_write, finish_manifest, write_json, write_manifest
 from .models import load_model, load_tokenizer
@@ -282,7 +282,8 @@ def evaluate_trained_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, 
     The periodic snapshots (``run_dir/snapshots/step-N``, :class:`RunRecorder`) are evaluated on ``train.eval_subset``
     puzzles and removed, one at a time, so a kill loses at most the one in progress; then the last checkpoint on all
     held-out puzzles, as an in-process run does. The weights go to the GPU when there is one (in bf16 when
-    ``train.bf16``; :func:`~dgro_lib.config.eval_placement`); the tokenizer is the base model's, which training does
+    ``train.bf16``; :func:`~dgro_lib.checks.eval_placement`), or to vLLM's engine with ``eval.engine: vllm``
+    (:func:`~dgro_lib.inputs.load_eval_model`); the tokenizer is the base model's, which training does
     not change. Returns the run's summary, as :func:`run_training` does.
     """
     run_dir = Path(run_dir)
@@ -294,20 +295,24 @@ def evaluate_trained_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, 
                            "finish training (its output above says why)")
     trained = json.loads((run_dir / TRAINED).read_text())
     torch.set_num_threads(cfg.train.threads)
-    device, dtype = eval_placement(cfg)
     tokenizer = load_tokenizer(resolve_model_path(cfg))
     eval_records = load_eval_records(cfg)
     subset = eval_records[: cfg.train.eval_subset]
     recorder = RunRecorder(cfg, run_dir, tokenizer, subset, main=True)  # its heldout.csv, as the training wrote it
     snapshots = sorted((run_dir / "snapshots").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
     for snap in snapshots:
-        model, _ = load_model(snap, device=device, dtype=dtype)
+        model, _ = load_eval_model(cfg, snap)
         ev = evaluate_under_config(model, tokenizer, subset, cfg)
         recorder.add_heldout({"step": int(snap.name.split("-")[1]), "subset": len(subset), **eval_summary(ev)})
+        close_eval_model(model)
         del model
         shutil.rmtree(snap)
     last = run_dir / "trainer" / f"checkpoint-{cfg.train.max_steps}"
     if not last.is_dir():
         raise FileNotFoundError(f"{run_dir}: training finished but left no checkpoint at its last step ({last})")
-    model, _ = load_model(last, device=device, dtype=dtype)
-    return _finish_run(cfg, seed, run_dir, model, tokenizer, eval_records, trained, point=point, recorder=recorder)
+    model, _ = load_eval_model(cfg, last)
+    try:
+        return _finish_run(cfg, seed, run_dir, model, tokenizer, eval_records, trained, point=point,
+                           recorder=recorder)
+    finally:
+        close_eval_model(model)

@@ -163,12 +163,15 @@ def test_check_runnable_here_names_what_this_machine_lacks():
     no_vllm = apply_overrides(paper, {"train.use_vllm": False})
     with pytest.raises(ConfigError, match=r"train\.distributed: 'zero3' over train\.num_processes = 4 needs CUDA"):
         check_runnable_here(no_vllm, cuda=False)
-    ddp_cpu = apply_overrides(no_vllm, {"train.distributed": "none"})
+    ddp_cpu = apply_overrides(no_vllm, {"train.distributed": "none", "eval.engine": "hf"})
     bf16_note = "train.bf16: true is ignored on CPU (the run trains in float32)"
     assert check_runnable_here(ddp_cpu, cuda=False) == [bf16_note]
     assert check_runnable_here(load_config(find_params("dgro_fig1_reward_variance", "ci")), cuda=False) == []
-    # an evaluation-only notebook trains nothing: only the bf16 note
-    assert check_runnable_here(load_config(find_params("00_base_model", "paper")), cuda=False) == [bf16_note]
+    # an evaluation-only notebook trains nothing: its vLLM engine needs a GPU, and with the HF sampler only the note
+    base = load_config(find_params("00_base_model", "paper"))
+    with pytest.raises(ConfigError, match=r"eval\.engine: vllm needs a CUDA GPU"):
+        check_runnable_here(base, cuda=False)
+    assert check_runnable_here(apply_overrides(base, {"eval.engine": "hf"}), cuda=False) == [bf16_note]
 
 
 def test_the_gpu_profile_refuses_a_machine_without_cuda_and_the_cpu_profiles_still_run(monkeypatch, tmp_path):

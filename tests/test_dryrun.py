@@ -81,7 +81,7 @@ def test_vllm_kv_cache_of_the_reserved_context_must_fit_the_colocate_share(tmp_p
     assert arch.max_positions == 1010000
     paper = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")),
                             {"sweep": {}, "model.path": str(path)})
-    unset = apply_overrides(paper, {"train.max_prompt_length": None})
+    unset = apply_overrides(paper, {"train.max_prompt_length": None, "eval.engine": "hf"})
     with pytest.raises(ValueError, match=r"1,010,000-token sequence .*max_position_embeddings.* needs 53\.9 GiB.*"
                                          r"train\.vllm_gpu_memory_utilization 0\.3 x train\.gpu_memory_gb 80"):
         estimate(unset, arch)
@@ -96,6 +96,7 @@ def test_vllm_kv_cache_of_the_reserved_context_must_fit_the_colocate_share(tmp_p
     data["model"]["path"] = str(path)
     (root / "ok.yaml").write_text(yaml.safe_dump(data))
     del data["train"]["max_prompt_length"]
+    data["eval"]["engine"] = "hf"  # the vLLM evaluation engine would refuse the unset length at load time
     (root / "no_max_length.yaml").write_text(yaml.safe_dump(data))
     buf = io.StringIO()
     with pytest.raises(ValueError, match=r"no_max_length\.yaml: .*set train\.max_prompt_length"):
@@ -150,9 +151,15 @@ def test_j2_and_j4_double_each_micro_batch():
 
 
 def test_evaluation_memory_is_checked():
-    """The evaluation after training holds the model and one eval batch's KV cache: a batch that cannot fit warns."""
-    cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
+    """The evaluation after training holds the model and one eval batch's KV cache (the HF sampler: a batch that
+    cannot fit warns) or vLLM's share, in which one sequence must fit (else the dry run fails)."""
+    paper = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")), {"sweep": {}})
     arch = KNOWN_ARCHITECTURES["Qwen/Qwen2.5-7B-Instruct-1M"]
+    assert paper.eval.engine == "vllm"  # the paper files evaluate through vLLM: its fixed share of the GPU
+    assert estimate(paper, arch)["eval_GiB"] == pytest.approx(0.85 * paper.train.gpu_memory_gb)
+    with pytest.raises(ValueError, match="eval.engine vllm: the KV cache of one"):
+        estimate(apply_overrides(paper, {"eval.max_new_tokens": 2_000_000}), arch)
+    cfg = apply_overrides(paper, {"eval.engine": "hf"})
     ok = estimate(cfg, arch)
     kv = 2 * arch.layers * arch.kv_heads * arch.head_dim * 2
     want = 2 * arch.n_params() + kv * (cfg.train.max_prompt_length + cfg.eval.max_new_tokens) * cfg.eval.batch_size

@@ -68,21 +68,28 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
     task = get_task(task)
     t0 = time.perf_counter()
     eos = eos_ids(tokenizer, model)
-    # Chunk by prompts (not rows) so the sampler can share prefills within a chunk.
-    per_chunk = max(1, batch_size // n)
-    completions: list[str] = []
-    lengths: list[int] = []
-    truncated = 0
-    for s in tqdm(range(0, len(records), per_chunk), desc="eval", disable=not progress):
-        recs = records[s:s + per_chunk]
-        ids = sample(model, tokenizer, [task.prompt(r, template, tokenizer) for r in recs], n=n,
-                     temperature=temperature, top_p=top_p, greedy=greedy, max_new_tokens=max_new_tokens,
-                     seed=None if seed is None else seed + s)
-        completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
-        lengths += [len(x) for x in ids]
-        truncated += sum(1 for x in ids if not (x and x[-1] in eos))
+    if hasattr(model, "generate_ids"):  # an engine (vLLM, eval.engine: vllm): every prompt in one call, it batches
+        prompt_ids = [tokenizer(task.prompt(r, template, tokenizer), add_special_tokens=False)["input_ids"]
+                      for r in records]
+        ids, cut = model.generate_ids(prompt_ids, n=n, greedy=greedy, temperature=temperature, top_p=top_p,
+                                      max_new_tokens=max_new_tokens, seed=seed, stop_token_ids=eos)
+        completions = tokenizer.batch_decode(ids, skip_special_tokens=True)
+        lengths = [len(x) for x in ids]
+        truncated = sum(cut)
+    else:
+        # Chunk by prompts (not rows) so the sampler can share prefills within a chunk.
+        per_chunk = max(1, batch_size // n)
+        completions, lengths, truncated = [], [], 0
+        for s in tqdm(range(0, len(records), per_chunk), desc="eval", disable=not progress):
+            recs = records[s:s + per_chunk]
+            ids = sample(model, tokenizer, [task.prompt(r, template, tokenizer) for r in recs], n=n,
+                         temperature=temperature, top_p=top_p, greedy=greedy, max_new_tokens=max_new_tokens,
+                         seed=None if seed is None else seed + s)
+            completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
+            lengths += [len(x) for x in ids]
+            truncated += sum(1 for x in ids if not (x and x[-1] in eos))
     rows = [r for r in records for _ in range(n)]
-    correct = [task.is_correct(c, r) for c, r in zip(completions, rows)]
+    correct = [task.is_correct(c, r) for c, r in zip(completions, rows, strict=True)]
     well_formatted = [task.well_formatted(c) for c in completions]
     groups: dict[Any, list[bool]] = {}
     for r, ok in zip(rows, correct):

@@ -61,4 +61,6 @@ def protocol_for_config(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]
                          ks=list(e.ks), seed=e.seed if e.temperature > 0 else None,
                          **held_out, n_puzzles=n_records, data_source=cfg.data.source,
                          eval_seed=cfg.data.eval_seed,
-                         paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle")
+                         paired_metric="greedy answer" if e.temperature == 0 else "first sample per puzzle",
+                         # named only when it is not the default, so the stored evaluations of hf protocols stay found
+                         **({"engine": e.engine} if e.engine != "hf" else {}))
