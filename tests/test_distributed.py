@@ -210,15 +210,19 @@ def _zero3_run(cfg, run_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("loss", ["dgro", "dcpo"])
+@pytest.mark.parametrize("loss", ["dgro", "dcpo", "aepo"])
 def test_zero3_over_two_processes_trains_and_evaluates_without_hanging(tmp_path, loss):
     """Under ZeRO-3 a forward pass needs every rank: evaluating on rank 0 alone hung every multi-process run at its
     periodic and final evaluations, and DCPO's temperature-scaled log-probs read the partitioned (0,)-shaped LM head.
-    Here both ranks train, save the periodic snapshot collectively, exit, and this process evaluates."""
+    Here both ranks train, save the periodic snapshot collectively, exit, and this process evaluates. AEPO adds the
+    extra rollouts at another temperature, generated on both ranks and capped over the whole batch."""
     over = {"train.max_steps": 2, "train.prompts_per_step": 1, "train.num_generations": 4, "train.num_processes": 2,
             "train.save_steps": 100, "train.eval_every": 1, "train.eval_subset": 4, "loss.name": loss}
     if loss == "dcpo":
         over.update({"loss.kwargs": {"correct_threshold": -2.5}, "loss.scale": "group_std"})
+    if loss == "aepo":  # whole groups per rank (2 prompts); every extra row qualifies, one kept over both ranks
+        over.update({"loss.kwargs": {"min_advantage": -100.0, "reinforce_sample_num": 1, "entropy_base": 100.0},
+                     "loss.scale": "group_std", "train.prompts_per_step": 2})
     run = tmp_path / loss
     summary = _zero3_run(ci_cfg(**over), run)
     assert 0.0 <= summary["accuracy"] <= 1.0
