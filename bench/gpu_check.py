@@ -1,5 +1,5 @@
-"""GPU check: rollout tokens/s with HF ``generate`` vs vLLM, and the training step's model FLOPs
-utilisation, on one GPU, offline, with a Qwen2.5-0.5B-shaped model of random weights. Writes one JSON.
+"""GPU check: rollout tokens/s with HF ``generate`` vs vLLM, and the model FLOPs of the project's DGRO update step
+(its utilisation, MFU), on one GPU, offline, with a Qwen2.5-0.5B-shaped model of random weights. Writes one JSON.
 
     bash bench/gpu_check.sh                 # on a GPU node: the full check (< 8 min on one H200)
     python bench/gpu_check.py --smoke       # anywhere: a tiny CPU run that checks the script itself
@@ -122,16 +122,35 @@ def vllm_generate(path: Path, ids: list[list[int]], new_tokens: int, gpu_memory_
 
 
 def train_mfu(model, device, batch: int, seq: int, steps: int, peak: float | None) -> dict:
-    """Full fine-tuning steps (AdamW, bf16 weights, no checkpointing); FLOPs = 6·N·T + 12·L·h·s·T (attention)."""
+    """The project's DGRO update step, not a plain LM step: ``batch`` rows of ``seq`` tokens (the second half is the
+    completion), per-token log-probs of the completion through TRL's ``selective_log_softmax`` on the logits (the
+    path the trainer's forward takes), the registered ``dgro`` loss (beta1 1, beta2 0.1, token-mean) with the
+    group-mean baseline over groups of 8, backward, AdamW. FLOPs = 6·N·T + 12·L·h·s·T (attention) over every token
+    forwarded; tokens/s counts them too."""
+    from trl.trainer.utils import selective_log_softmax
+
+    from dgro_lib.losses import get_loss, group_mean_baseline
+
     cfg = model.config
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
-    x = torch.randint(10, cfg.vocab_size - 10, (batch, seq), device=device)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(10, cfg.vocab_size - 10, (batch, seq), generator=g).to(device)
+    comp = seq // 2
+    mask = torch.ones(batch, comp, device=device)
+    group = 8 if batch % 8 == 0 else batch
+    rewards = torch.randint(-3, 4, (batch,), generator=g).float().to(device)
+    adv = rewards - group_mean_baseline(rewards, group)
+    loss_fn = get_loss("dgro")
+    old = None
     times = []
     for i in range(steps + 2):
         sync(device)
         t0 = time.perf_counter()
-        loss = model(input_ids=x, labels=x).loss
+        logits = model(input_ids=x).logits[:, seq - comp - 1:-1].float()
+        logps = selective_log_softmax(logits, x[:, seq - comp:])
+        old = logps.detach() if old is None else old  # pi_old: the first step's policy, so beta2 has a gradient
+        loss, _ = loss_fn(logps, old, mask, adv, beta1=1.0, beta2=0.1, aggregation="token-mean")
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -143,7 +162,8 @@ def train_mfu(model, device, batch: int, seq: int, steps: int, peak: float | Non
     flops = 6 * N * tokens + 12 * cfg.num_hidden_layers * cfg.hidden_size * seq * tokens
     step = sorted(times)[len(times) // 2]
     achieved = flops / step / 1e12
-    return {"batch": batch, "seq": seq, "step_s": step, "tflops_achieved": achieved, "peak_tflops": peak,
+    return {"step": "dgro update (registered loss, TRL log-probs)", "batch": batch, "seq": seq, "step_s": step,
+            "tokens_per_s": tokens / step, "tflops_achieved": achieved, "peak_tflops": peak,
             "mfu": (achieved / peak) if peak else None, "params": N}
 
 

@@ -61,3 +61,13 @@ def test_gpu_check_json_survives_a_failure_after_the_first_measurement(tmp_path,
     assert gc.main(["--smoke", "--out", str(tmp_path)]) == 0
     done = json.loads((tmp_path / "gpu_check.json").read_text())
     assert done["complete"] is True and "mfu" in done["train"]
+
+
+def test_gpu_check_smoke_measures_the_projects_dgro_step(tmp_path):
+    """The training measurement is the project's DGRO update (the registered loss on TRL's per-token log-probs),
+    not a plain LM step, and its tokens/s and FLOP figures come out finite."""
+    gc = _gpu_check()
+    assert gc.main(["--smoke", "--out", str(tmp_path)]) == 0
+    got = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert got["complete"] is True and got["train"]["step"].startswith("dgro update")
+    assert got["train"]["tokens_per_s"] > 0 and got["train"]["tflops_achieved"] > 0
