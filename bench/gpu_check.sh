@@ -2,7 +2,7 @@
 # One prepared GPU check, < 8 minutes on one H200: HF generate vs vLLM rollout tokens/s and the
 # DGRO update step's MFU (the registered loss on TRL's log-probs), Qwen2.5-0.5B-shaped random weights, offline. Writes $OUT/gpu_check.json (default
 # outputs/bench/) after each measurement, so a run cut short keeps what it measured. Needs the GPU stack:
-# `pip install -e .[vllm]` (vllm==0.31.0, torch==2.13.0).
+# `make venv-gpu` (requirements/cuda.txt: torch 2.13.0 CUDA build, vllm==0.31.0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The project's interpreter: an explicit $PY, else the venv's python (the one `make` builds), else python on PATH.
