@@ -68,8 +68,9 @@ def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(t.num_processes),
            "--num_machines", "1", "--main_process_port", str(port if port is not None else free_port())]
     if t.distributed != "none":
-        if cpu:
-            raise ValueError(f"train.distributed: {t.distributed} needs GPUs; on CPU use distributed: none (gloo DDP)")
+        if cpu and not (t.cpu and t.distributed in ("zero2", "zero3")):
+            raise ValueError(f"train.distributed: {t.distributed} needs GPUs; on CPU use distributed: none (gloo DDP), "
+                             "or train.cpu: true with zero2/zero3 (DeepSpeed's CPU accelerator)")
         cmd += ["--config_file", str(trl_accelerate_config(t.distributed))]
     else:
         # accelerate's --cpu takes its single-process path; --multi_gpu goes through torchrun, and without
@@ -122,6 +123,8 @@ def launch_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: 
         config_path = run_dir / "config.yaml"
         config_path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.train.threads), "PYTHONUNBUFFERED": "1"}
+        if cfg.train.cpu and cfg.train.distributed in ("zero2", "zero3"):
+            env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed on CPU processes (gloo): what the ZeRO-3 CI test runs
         stream_command(accelerate_command(cfg, config_path, seed, run_dir, point), env=env, out=out)
     # The evaluation is a job of its own, here, after the training processes have exited: inside them only rank 0
     # would decode, and under ZeRO-3 its forward passes wait for ranks that sit in a barrier.

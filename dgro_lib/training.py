@@ -223,6 +223,8 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
         skip_nonfinite=t.skip_nonfinite,
     )
     recorder.attach(trainer)
+    engine = running_engine(trainer.accelerator)
+    check_engine(cfg, engine, world)
     resume = latest_checkpoint(run_dir / "trainer")
     # rows logged after the checkpoint we resume from (all of them, killed before the first one) are redone
     recorder.keep_until(int(resume.split("-")[-1]) if resume else 0)
@@ -243,12 +245,43 @@ def run_training(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point
     train_seconds = time.time() - t0
     trained = {"train_seconds": train_seconds, **({"resumed_from": Path(resume).name} if resume else {})}
     if distributed:
+        trained["engine"] = engine  # what the processes ran under, into the run's manifest
         # No rank evaluates: the launcher does, in its own process, once these have exited (evaluate_trained_run)
         if trainer.accelerator.is_main_process:
             write_json(run_dir / TRAINED, trained)
         return None
     return _finish_run(cfg, seed, run_dir, trainer.accelerator.unwrap_model(trainer.model), tokenizer,
                        eval_records, trained, point=point, recorder=recorder)
+
+
+def running_engine(accelerator) -> dict:
+    """What accelerate is actually running: its ``distributed_type`` name, the processes and, under DeepSpeed, the
+    ZeRO stage."""
+    plugin = getattr(accelerator.state, "deepspeed_plugin", None)
+    return {"distributed_type": accelerator.distributed_type.name, "num_processes": accelerator.num_processes,
+            **({"zero_stage": int(plugin.zero_stage)} if plugin is not None else {})}
+
+
+_ENGINES = {"zero2": ("DEEPSPEED", 2), "zero3": ("DEEPSPEED", 3), "fsdp": ("FSDP", None)}
+
+
+def check_engine(cfg: ExperimentConfig, engine: dict, world: int) -> None:
+    """Refuse to train under another engine than ``train.distributed`` asked for. accelerate falls back without an
+    error: TRL's FSDP2 config on CPU processes runs them as independent single processes (``distributed_type`` NO,
+    no gradient exchange at all), and a DeepSpeed config without deepspeed installed fails later or differently."""
+    t = cfg.train
+    if world <= 1:
+        return
+    want = _ENGINES.get(t.distributed)
+    got = (engine["distributed_type"], engine.get("zero_stage"))
+    if want is None:  # plain DDP: gloo on CPU, NCCL on GPUs
+        ok = got[0] in ("MULTI_CPU", "MULTI_GPU")
+    else:
+        ok = got[0] == want[0] and (want[1] is None or got[1] == want[1])
+    if not ok or engine["num_processes"] != world:
+        raise RuntimeError(f"train.distributed: {t.distributed!r} over {world} processes, but accelerate runs "
+                           f"{engine} (on CPU, accelerate 1.16 runs TRL's FSDP2 config as independent processes); "
+                           "use train.distributed: none on CPU, or run on GPUs")
 
 
 TRAINED = "trained.json"

@@ -187,26 +187,12 @@ def test_evaluations_outside_the_trainer_go_to_the_gpu_when_there_is_one():
 
 
 def _zero3_run(cfg, run_dir):
-    """Train ``cfg`` over 2 CPU processes under TRL's own ZeRO-3 accelerate config (DeepSpeed's CPU accelerator),
-    then evaluate it as launch_run does: in this process, after the training processes have exited."""
+    """Train ``cfg`` through launch_run over 2 CPU processes under TRL's own ZeRO-3 accelerate config (DeepSpeed's CPU
+    accelerator, ``train.cpu: true``); launch_run then evaluates in this process, after they have exited."""
+    cfg = apply_overrides(cfg, {"train.distributed": "zero3", "train.cpu": True})
     import io
-    import os
 
-    import yaml
-
-    from dgro_lib.config import config_to_dict
-    from dgro_lib.launch import free_port, stream_command
-    from dgro_lib.training import evaluate_trained_run
-
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
-    # launch_run refuses train.distributed on CPU (a GPU setting); the test launches the same child by hand
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
-           "--main_process_port", str(free_port()), "--config_file", str(trl_accelerate_config("zero3")),
-           "--mixed_precision", "no", "-m", "dgro_lib.train", "--config", str(run_dir / "config.yaml"),
-           "--seed", "0", "--run-dir", str(run_dir)]
-    stream_command(cmd, env={**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1"}, out=io.StringIO())
-    return evaluate_trained_run(cfg, 0, run_dir)
+    return launch_run(cfg, 0, run_dir, out=io.StringIO())
 
 
 @pytest.mark.slow
@@ -231,3 +217,31 @@ def test_zero3_over_two_processes_trains_and_evaluates_without_hanging(tmp_path,
     assert not any((run / "snapshots").iterdir())  # each snapshot is removed once evaluated
     final = json.loads((run / "final_eval.json").read_text())
     assert final["evaluated_on"]["device"] == "cpu" and len(final["correct"]) == summary["n"]
+    # the processes ran under DeepSpeed ZeRO-3, as the run's manifest records (the launcher checks it too)
+    engine = json.loads((run / "manifest.json").read_text())["engine"]
+    assert engine == {"distributed_type": "DEEPSPEED", "num_processes": 2, "zero_stage": 3}
+
+
+def test_the_engine_that_runs_is_the_one_asked_for():
+    """accelerate falls back without an error (TRL's FSDP2 config on CPU processes runs them as independent single
+    processes, no gradient exchange): the trainer refuses any engine but the one train.distributed names."""
+    from dgro_lib.config import ConfigError, check_runnable_here
+    from dgro_lib.training import check_engine
+
+    cfg = ci_cfg(**{"train.num_processes": 2})
+    ddp, z3 = cfg, apply_overrides(cfg, {"train.distributed": "zero3", "train.cpu": True})
+    check_engine(ddp, {"distributed_type": "MULTI_CPU", "num_processes": 2}, 2)
+    check_engine(z3, {"distributed_type": "DEEPSPEED", "num_processes": 2, "zero_stage": 3}, 2)
+    check_engine(z3, {"distributed_type": "NO", "num_processes": 1}, 1)  # one process: nothing to check
+    for c, engine in ((z3, {"distributed_type": "DEEPSPEED", "num_processes": 2, "zero_stage": 2}),
+                      (z3, {"distributed_type": "MULTI_CPU", "num_processes": 2}),
+                      (ddp, {"distributed_type": "NO", "num_processes": 1}),
+                      (ddp, {"distributed_type": "DEEPSPEED", "num_processes": 2, "zero_stage": 3})):
+        with pytest.raises(RuntimeError, match=f"train.distributed: '{c.train.distributed}' over 2 processes"):
+            check_engine(c, engine, 2)
+    # FSDP has no CPU path: refused before launch, on a CPU machine and with train.cpu
+    fsdp = apply_overrides(cfg, {"train.distributed": "fsdp"})
+    with pytest.raises(ConfigError, match="FSDP has no CPU path"):
+        check_runnable_here(fsdp, cuda=False)
+    with pytest.raises(ConfigError, match="needs GPUs, but train.cpu is true"):
+        apply_overrides(fsdp, {"train.cpu": True})
