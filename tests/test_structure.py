@@ -78,3 +78,48 @@ def test_top_level_units_import_without_cycles():
         visit(u, [])
     # the sweep is the top: nothing imports it but split_half, an entry point above it (as the notebooks are)
     assert not any("experiment" in deps for unit, deps in graph.items() if unit != "split_half")
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Full dgro_lib module names this file imports, at module level or inside functions (call-time imports are
+    arrows of the design too); `if TYPE_CHECKING:` blocks left out. ``from pkg import name`` counts pkg.name when
+    that is a module, else pkg."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    here = list(rel.parts[:-1])  # the package this file is in
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            node.body = []
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.add(sub if (PKG.parent / Path(*sub.split("."))).with_suffix(".py").is_file() else base)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return {m for m in out if m.startswith("dgro_lib.")}
+
+
+def test_the_data_package_has_no_import_cycle_between_its_modules():
+    """Inside data/ (K&K and math records, prompts, the miniature's trace), call-time imports included: trace renders
+    from kk_logic / kk_render, and kk imports trace (the formal template), never the other way round."""
+    files = {f"dgro_lib.data.{p.stem}": p for p in (PKG / "data").glob("*.py") if p.name != "__init__.py"}
+    graph = {m: {d for d in _module_imports(p) if d in files and d != m} for m, p in files.items()}
+    assert "dgro_lib.data.trace" in graph["dgro_lib.data.kk"]  # the parser sees the arrow at all
+    state: dict[str, int] = {}
+
+    def visit(u, stack):
+        if state.get(u) == 1:
+            raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(u):] + [u])}")
+        if state.get(u) == 2:
+            return
+        state[u] = 1
+        for v in sorted(graph.get(u, ())):
+            visit(v, stack + [u])
+        state[u] = 2
+
+    for u in sorted(graph):
+        visit(u, [])

@@ -55,6 +55,7 @@ from .kk_render import (
     render_sayings,
     render_statement,
 )
+from .trace import header_words  # the formal template's quiz; trace renders from kk_logic / kk_render
 
 __all__ = [
     "PersonStatement",
@@ -306,8 +307,6 @@ def format_prompt(record: dict, *, template: str = "plain", tokenizer=None) -> s
     if template == "qwen":
         require_chatml(tokenizer)
     if template == "formal":
-        from .trace import header_words  # trace renders with this module's helpers: import at call time
-
         quiz = " ".join(header_words(parse_statements(record["statements"]), list(record["names"])))
     else:
         quiz = numbered_quiz(record) if template == "plain" else record["quiz"]

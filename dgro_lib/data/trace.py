@@ -62,7 +62,8 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from dgro_lib.data import kk
+from .kk_logic import parse_statements
+from .kk_render import render_statement
 
 __all__ = [
     "TRACE_VERSION",
@@ -252,7 +253,7 @@ def header_words(statements, names: Sequence[str], *, style: str = "explicit") -
             words += [lab, name]
         words.append(".")
     for i, st in enumerate(statements):
-        claim = kk.render_statement(st, names).split() if style == "named_verbatim" else _render_claim(st, labels)
+        claim = render_statement(st, names).split() if style == "named_verbatim" else _render_claim(st, labels)
         words += [labels[i], "says", *claim, "."]
     return words
 
@@ -269,7 +270,7 @@ def build_trace(record: dict, *, style: str = "explicit", slip_rate: float = 0.0
         raise ValueError(f"unknown trace style {style!r}; valid: {', '.join(STYLES)}")
     names = list(record["names"])
     solution = tuple(bool(x) for x in record["solution"])
-    statements = kk.parse_statements(record["statements"])
+    statements = parse_statements(record["statements"])
     if len(statements) != len(names):
         raise ValueError(f"record has {len(names)} names but {len(statements)} statements")
 
