@@ -77,8 +77,7 @@ def test_loss():
     try:
         yield calls
     finally:
-        L._LOSSES.pop("_test_bad_loss", None)
-        L._REQUIRES.pop("_test_bad_loss", None)
+        L.unregister_loss("_test_bad_loss")
 
 
 def test_nan_reward_stops_at_its_step_with_the_batch_saved(tmp_path, tokenizer):

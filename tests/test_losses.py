@@ -570,8 +570,7 @@ def test_registry():
         with pytest.raises(ValueError, match="already registered"):
             register_loss("dgro")(_bonus)
     finally:
-        L._LOSSES.pop("_test_entropy_bonus", None)
-        L._REQUIRES.pop("_test_entropy_bonus", None)
+        L.unregister_loss("_test_entropy_bonus")
 
 
 def test_every_registered_loss_has_the_common_signature():
@@ -592,3 +591,27 @@ def test_every_registered_loss_has_the_common_signature():
         loss, metrics = get_loss(name)(logps, old, mask, adv, **kw)
         assert loss.dim() == 0 and torch.isfinite(loss)
         assert all(isinstance(v, float) for v in metrics.values())
+
+
+def test_a_loss_is_one_record_and_re_registering_replaces_all_of_it():
+    """One frozen LossEntry per name: registering the same function again with fewer declarations leaves none of
+    the old ones behind (the old parallel tables kept a stale temperature)."""
+    import dataclasses
+
+    import dgro_lib.losses as L
+
+    def _t(logps, old_logps, mask, advantages, *, temp_logps=None, t: float = 2.0):
+        return (logps * mask).sum(), {}
+
+    try:
+        L.register_loss("_test_record", requires=("temp_logps",), temperatures=lambda kw: (kw["t"],))(_t)
+        e = L.loss_entry("_test_record")
+        assert L.loss_temperatures("_test_record", {"t": 3}) == (3.0,) and e.params == ("t",)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            e.requires = ()
+        L.register_loss("_test_record", requires=("temp_logps",))(_t)
+        assert L.loss_temperatures("_test_record", {"t": 3}) == ()
+    finally:
+        L.unregister_loss("_test_record")
+    with pytest.raises(KeyError, match="unknown loss '_test_record'"):
+        L.loss_entry("_test_record")

@@ -50,17 +50,10 @@ Dependencies point one way: ``specs`` <- ``registry`` <- the loss modules; ``inp
 from __future__ import annotations
 
 from .registry import (
-    _BATCH_STATS,
-    _EXTRA_ROLLOUTS,
-    _LOSSES,
-    _ON_POLICY_INERT,
-    _PARAMS,
-    _REQUIRES,
-    _SOFT_BETA,
-    _SPEC_PARAMS,
-    _TEMPERATURES,
+    LossEntry,
     LossFn,
     get_loss,
+    loss_entry,
     list_losses,
     loss_batch_statistics,
     loss_call_kwargs,
@@ -72,6 +65,7 @@ from .registry import (
     loss_temperatures,
     register_loss,
     trl_loss_type,
+    unregister_loss,
     validate_loss_kwargs,
 )
 from .specs import ENTROPY_FROM, ENTROPY_SOURCES, EXTRA_PLACEMENTS, BatchStatistics, ExtraRollouts, dcpo_temperature
@@ -123,6 +117,9 @@ __all__ = [
     "j4_loss",
     "loss_extra_rollouts",
     "get_loss",
+    "loss_entry",
+    "LossEntry",
+    "unregister_loss",
     "group_mean_baseline",
     "group_stats",
     "kimi_loss",

@@ -3,7 +3,7 @@
 Modelled on verl's ``core_algos`` registry: :func:`register_loss` is a decorator that stores a loss
 function under a name together with the extra tensors it ``requires``, its configurable keyword
 arguments, and optional declarations (soft-value β, on-policy-inert terms, scoring temperatures,
-extra rollouts, batch statistics). The lookups below read them back, so the trainer and the config
+extra rollouts, batch statistics). Each name has one frozen :class:`LossEntry`; the lookups below read it back, so the trainer and the config
 validation never hard-code a loss. Every registered function has the common signature::
 
     fn(logps, old_logps, mask, advantages, *, <cfg kwargs>, **extra_tensors)
@@ -22,15 +22,28 @@ from .specs import BatchStatistics, ExtraRollouts
 
 LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
 
-_LOSSES: dict[str, LossFn] = {}
-_REQUIRES: dict[str, tuple[str, ...]] = {}
-_TEMPERATURES: dict[str, Callable[[dict], tuple[float, ...]]] = {}
-_EXTRA_ROLLOUTS: dict[str, Callable[[dict], "ExtraRollouts"]] = {}
-_PARAMS: dict[str, tuple[str, ...] | None] = {}  # None: TRL's own loss, its kwargs are GRPOConfig fields
-_SPEC_PARAMS: dict[str, tuple[str, ...]] = {}
-_SOFT_BETA: dict[str, Callable[[dict], float]] = {}
-_ON_POLICY_INERT: dict[str, Callable[[dict], tuple[str, ...]]] = {}
-_BATCH_STATS: dict[str, Callable[[dict], "BatchStatistics"]] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class LossEntry:
+    """Everything one loss declared at registration (one record per name; :func:`register_loss` writes it)."""
+
+    fn: LossFn
+    requires: tuple[str, ...] = ()
+    """Extra tensors the trainer computes and passes."""
+    params: tuple[str, ...] | None = ()
+    """Its keyword arguments (what ``loss.kwargs`` may set); None: TRL's own loss, whose kwargs are GRPOConfig
+    fields."""
+    spec_params: tuple[str, ...] = ()
+    """Keys of ``loss.kwargs`` read only by ``extra_rollouts``."""
+    temperatures: Callable[[dict], tuple[float, ...]] | None = None
+    extra_rollouts: Callable[[dict], ExtraRollouts] | None = None
+    soft_beta: Callable[[dict], float] | None = None
+    on_policy_inert: Callable[[dict], Iterable[str]] | None = None
+    batch_stats: Callable[[dict], BatchStatistics] | None = None
+
+
+_REGISTRY: dict[str, LossEntry] = {}
 
 _POSITIONAL = ("logps", "old_logps", "mask", "advantages")
 
@@ -91,49 +104,49 @@ def register_loss(
         req = (requires,)
 
     def decorator(fn: LossFn) -> LossFn:
-        old = _LOSSES.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise ValueError(f"loss {name!r} is already registered to {old.__module__}.{old.__qualname__}")
+        old = _REGISTRY.get(name)
+        if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"loss {name!r} is already registered to {old.fn.__module__}.{old.fn.__qualname__}")
         own = None if trl else (tuple(params) if params is not None else _signature_params(name, fn, req))
-        _LOSSES[name] = fn
-        _REQUIRES[name] = req
-        _PARAMS[name] = own
-        _SPEC_PARAMS[name] = tuple(spec_params)
-        for table, value in ((_SOFT_BETA, soft_beta), (_ON_POLICY_INERT, on_policy_inert), (_BATCH_STATS, batch_stats),
-                             (_EXTRA_ROLLOUTS, extra_rollouts)):
-            if value is not None:
-                table[name] = value
-            else:
-                table.pop(name, None)
-        if temperatures is not None:
-            _TEMPERATURES[name] = lambda kw: tuple(float(t) for t in temperatures(kw))
+        temps = None if temperatures is None else (lambda kw: tuple(float(t) for t in temperatures(kw)))
+        _REGISTRY[name] = LossEntry(fn=fn, requires=req, params=own, spec_params=tuple(spec_params),
+                                    temperatures=temps, extra_rollouts=extra_rollouts, soft_beta=soft_beta,
+                                    on_policy_inert=on_policy_inert, batch_stats=batch_stats)
         return fn
 
     return decorator
+
+
+def unregister_loss(name: str) -> None:
+    """Remove the loss ``name`` from the registry (a test's or a plugin's own loss); unknown name: nothing to do."""
+    _REGISTRY.pop(name, None)
 
 
 def _unknown(name: str) -> KeyError:
     return KeyError(f"unknown loss {name!r}; valid names: {', '.join(list_losses())}")
 
 
-def get_loss(name: str) -> LossFn:
-    """The loss function registered as ``name``; unknown name -> ``KeyError`` listing the valid names."""
+def loss_entry(name: str) -> LossEntry:
+    """The record the loss ``name`` registered; unknown name -> ``KeyError`` listing the valid names."""
     try:
-        return _LOSSES[name]
+        return _REGISTRY[name]
     except KeyError:
         raise _unknown(name) from None
 
 
+def get_loss(name: str) -> LossFn:
+    """The loss function registered as ``name``; unknown name -> ``KeyError`` listing the valid names."""
+    return loss_entry(name).fn
+
+
 def list_losses() -> list[str]:
     """Sorted names of all registered losses."""
-    return sorted(_LOSSES)
+    return sorted(_REGISTRY)
 
 
 def loss_requires(name: str) -> tuple[str, ...]:
     """Names of the extra tensors the loss ``name`` needs (``()`` for none); unknown name -> ``KeyError``."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    return _REQUIRES[name]
+    return loss_entry(name).requires
 
 
 def _trl_config_fields() -> tuple[str, ...]:
@@ -145,12 +158,10 @@ def _trl_config_fields() -> tuple[str, ...]:
 def loss_params(name: str) -> tuple[str, ...]:
     """Every key ``loss.kwargs`` may set for the loss ``name``: its function's keyword arguments plus the keys its
     extra-rollout spec reads; for TRL's own losses the ``trl.GRPOConfig`` fields. Unknown name -> ``KeyError``."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    own = _PARAMS[name]
-    if own is None:
+    e = loss_entry(name)
+    if e.params is None:
         return _trl_config_fields()
-    return own + tuple(k for k in _SPEC_PARAMS[name] if k not in own)
+    return e.params + tuple(k for k in e.spec_params if k not in e.params)
 
 
 def validate_loss_kwargs(name: str, kwargs: dict | None) -> None:
@@ -159,8 +170,9 @@ def validate_loss_kwargs(name: str, kwargs: dict | None) -> None:
     valid = loss_params(name)
     bad = sorted(k for k in (kwargs or {}) if k not in valid)
     if bad:
-        what = "trl.GRPOConfig fields (TRL's own loss)" if _PARAMS[name] is None else "its keyword arguments"
-        shown = ", ".join(sorted(valid)) if _PARAMS[name] is not None else "e.g. epsilon, epsilon_high, beta, delta"
+        trl = loss_entry(name).params is None
+        what = "trl.GRPOConfig fields (TRL's own loss)" if trl else "its keyword arguments"
+        shown = "e.g. epsilon, epsilon_high, beta, delta" if trl else ", ".join(sorted(valid))
         raise ValueError(f"loss {name!r} has no parameter {bad[0]!r}" + (f" (nor {bad[1:]})" if len(bad) > 1 else "")
                          + f"; valid: {what}: {shown}")
 
@@ -169,7 +181,7 @@ def loss_call_kwargs(name: str, kwargs: dict | None) -> dict:
     """The part of ``kwargs`` passed to the loss function (the extra-rollout spec's own keys are left out);
     validates first (:func:`validate_loss_kwargs`)."""
     validate_loss_kwargs(name, kwargs)
-    own = _PARAMS[name] or ()
+    own = loss_entry(name).params or ()
     return {k: v for k, v in (kwargs or {}).items() if k in own}
 
 
@@ -177,10 +189,10 @@ def _resolved(name: str, kwargs: dict | None) -> dict:
     """``kwargs`` with the loss function's own defaults filled in (so a declared quantity never depends on a default
     written a second time elsewhere)."""
     validate_loss_kwargs(name, kwargs)
-    out = {}
-    if _PARAMS[name] is not None:
-        for p in inspect.signature(_LOSSES[name]).parameters.values():
-            if p.name in (_PARAMS[name] or ()) and p.default is not inspect.Parameter.empty:
+    e, out = loss_entry(name), {}
+    if e.params is not None:
+        for p in inspect.signature(e.fn).parameters.values():
+            if p.name in e.params and p.default is not inspect.Parameter.empty:
                 out[p.name] = p.default
     out.update(kwargs or {})
     return out
@@ -189,11 +201,9 @@ def _resolved(name: str, kwargs: dict | None) -> dict:
 def loss_soft_beta(name: str, kwargs: dict | None = None) -> float:
     """β of the soft value baseline for the loss ``name`` configured with ``kwargs`` (DGRO Eq. 15: β = 2β2/β1);
     ``ValueError`` when the loss defines none."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    fn = _SOFT_BETA.get(name)
+    fn = loss_entry(name).soft_beta
     if fn is None:
-        have = ", ".join(sorted(_SOFT_BETA)) or "none"
+        have = ", ".join(sorted(n for n, e in _REGISTRY.items() if e.soft_beta is not None)) or "none"
         raise ValueError(f"loss {name!r} defines no soft-value temperature beta (value: soft); losses that do: {have}")
     return float(fn(_resolved(name, kwargs)))
 
@@ -201,33 +211,25 @@ def loss_soft_beta(name: str, kwargs: dict | None = None) -> float:
 def loss_on_policy_inert(name: str, kwargs: dict | None = None) -> tuple[str, ...]:
     """Names of the kwargs of ``name`` whose term has zero gradient with one on-policy update per rollout batch
     (``()`` when none, or when they are 0 anyway)."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    fn = _ON_POLICY_INERT.get(name)
+    fn = loss_entry(name).on_policy_inert
     return tuple(fn(_resolved(name, kwargs))) if fn is not None else ()
 
 
 def loss_batch_statistics(name: str, kwargs: dict | None = None) -> BatchStatistics | None:
     """The :class:`BatchStatistics` the loss ``name`` needs once per rollout batch, or None."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    fn = _BATCH_STATS.get(name)
+    fn = loss_entry(name).batch_stats
     return fn(_resolved(name, kwargs)) if fn is not None else None
 
 
 def loss_temperatures(name: str, kwargs: dict | None = None) -> tuple[float, ...]:
     """Temperatures at which the loss ``name`` (configured with ``kwargs``) needs log-probs (``()`` for none)."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    fn = _TEMPERATURES.get(name)
+    fn = loss_entry(name).temperatures
     return fn(_resolved(name, kwargs)) if fn is not None else ()
 
 
 def loss_extra_rollouts(name: str, kwargs: dict | None = None) -> ExtraRollouts | None:
     """The extra rollouts the loss ``name`` (configured with ``kwargs``) needs per batch, or None."""
-    if name not in _REQUIRES:
-        raise _unknown(name)
-    fn = _EXTRA_ROLLOUTS.get(name)
+    fn = loss_entry(name).extra_rollouts
     return fn(dict(kwargs or {})) if fn is not None else None
 
 
