@@ -21,7 +21,7 @@
 # (β1, β2) = (1, 0.01) "exhibits noticeable fluctuations in entropy" (more exploration). The figure's own
 # values are not in the paper's text.
 #
-# **What this notebook does**: trains DGRO on a (β1, β2) grid (named in the params), three seeds per point,
+# **What this notebook does**: trains DGRO on a (β1, β2) grid (named in the params), the params' seeds at each point,
 # from the same base model; plots held-out accuracy, training accuracy, response length and entropy (each seed and
 # their mean) and the β2/β1 gradient ratio that shows β2 acting; tests each point against the base and against β2 = 0
 # (paired, on the same held-out puzzles), and states each claim's verdict from the numbers.

@@ -42,6 +42,24 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+def _assert_acyclic(graph: dict[str, set[str]]) -> None:
+    """Depth-first search; the first cycle found fails with its path."""
+    state: dict[str, int] = {}
+
+    def visit(u, stack):
+        if state.get(u) == 1:
+            raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(u):] + [u])}")
+        if state.get(u) == 2:
+            return
+        state[u] = 1
+        for v in sorted(graph.get(u, ())):
+            visit(v, stack + [u])
+        state[u] = 2
+
+    for u in sorted(graph):
+        visit(u, [])
+
+
 def test_every_module_is_in_the_architecture_page():
     text = DOC.read_text()
     missing = [str(p.relative_to(PKG)) for p in MODULES if p.stem not in text]
@@ -62,20 +80,7 @@ def test_top_level_units_import_without_cycles():
             continue
         graph.setdefault(unit, set()).update(u for u in _imports(p) if u != unit)
     assert "losses" in graph["config"] and "config" in graph["experiment"], graph  # the parser sees imports at all
-    state: dict[str, int] = {}
-
-    def visit(u, stack):
-        if state.get(u) == 1:
-            raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(u):] + [u])}")
-        if state.get(u) == 2:
-            return
-        state[u] = 1
-        for v in sorted(graph.get(u, ())):
-            visit(v, stack + [u])
-        state[u] = 2
-
-    for u in sorted(graph):
-        visit(u, [])
+    _assert_acyclic(graph)
     # the sweep is the top: nothing imports it but split_half, an entry point above it (as the notebooks are)
     assert not any("experiment" in deps for unit, deps in graph.items() if unit != "split_half")
 
@@ -109,17 +114,4 @@ def test_the_data_package_has_no_import_cycle_between_its_modules():
     files = {f"dgro_lib.data.{p.stem}": p for p in (PKG / "data").glob("*.py") if p.name != "__init__.py"}
     graph = {m: {d for d in _module_imports(p) if d in files and d != m} for m, p in files.items()}
     assert "dgro_lib.data.trace" in graph["dgro_lib.data.kk"]  # the parser sees the arrow at all
-    state: dict[str, int] = {}
-
-    def visit(u, stack):
-        if state.get(u) == 1:
-            raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(u):] + [u])}")
-        if state.get(u) == 2:
-            return
-        state[u] = 1
-        for v in sorted(graph.get(u, ())):
-            visit(v, stack + [u])
-        state[u] = 2
-
-    for u in sorted(graph):
-        visit(u, [])
+    _assert_acyclic(graph)
