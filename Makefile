@@ -18,7 +18,8 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml requirements/cpu.txt requirements/cpu-deepspeed.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/cpu.txt || { echo "make venv: \
+	@echo "$(PY) -m pip install --require-hashes --no-deps -r requirements/cpu.txt"
+	@$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/cpu.txt || { echo "make venv: \
 	installing requirements/cpu.txt failed; if pip found no torch==2.13.0+cpu, it is on the PyTorch CPU index: \
 	PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu make venv" >&2; exit 1; }
 	# deepspeed is an sdist that builds against the torch installed above (an isolated build env would fetch a CUDA
