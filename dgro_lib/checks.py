@@ -238,8 +238,7 @@ def _validate_train_values(cfg: ExperimentConfig) -> None:
     if t.distributed != "none" and t.num_processes == 1:
         raise ConfigError(f"train.distributed: {t.distributed!r} needs train.num_processes > 1 (one process runs "
                           "in-process, without an engine), got num_processes 1")
-    # DeepSpeed's ZeRO stages also run on CPU processes (its CPU accelerator; slow, for tests); vLLM and FSDP do not
-    if t.cpu and (t.use_vllm or t.distributed not in ("none", "zero2", "zero3")):
+    if t.cpu and (t.use_vllm or (t.distributed != "none" and not deepspeed_on_cpu(cfg))):
         what = "train.use_vllm" if t.use_vllm else "train.distributed"
         raise ConfigError(f"{what}: {getattr(t, what.split('.')[1])!r} needs GPUs, but train.cpu is true")
     spec = _losses.loss_extra_rollouts(cfg.loss.name, cfg.loss.kwargs)
@@ -382,6 +381,13 @@ def validate_values(cfg: ExperimentConfig) -> None:
     _validate_train_values(cfg)
 
 
+def deepspeed_on_cpu(cfg: ExperimentConfig) -> bool:
+    """A ZeRO run on CPU processes through DeepSpeed's CPU accelerator (``train.cpu`` with ``zero2`` / ``zero3``):
+    slow, for tests. vLLM and FSDP have no CPU path (accelerate runs TRL's FSDP2 config on CPU processes as
+    independent single processes, silently)."""
+    return cfg.train.cpu and cfg.train.distributed in ("zero2", "zero3")
+
+
 def eval_placement(cfg: ExperimentConfig, *, cuda: bool | None = None):
     """(device, dtype) of an evaluation outside the trainer (base models, second protocols, a multi-process run's
     final checkpoint): the GPU when there is one and ``train.cpu`` is off, in bf16 when ``train.bf16``, else the
@@ -418,10 +424,7 @@ def check_runnable_here(cfg: ExperimentConfig, *, cuda: bool | None = None, gpus
                                   "node (validate the params here with --dry-run)")
             if not (importlib.util.find_spec("vllm") is not None if vllm_installed is None else vllm_installed):
                 raise ConfigError("train.use_vllm: true, but the vllm package is not installed (pip install .[vllm])")
-        # DeepSpeed runs on CPU processes through its CPU accelerator when asked explicitly (train.cpu: true; slow,
-        # for tests); accelerate runs TRL's FSDP2 config on CPU processes as independent single processes, silently
-        if t.num_processes > 1 and t.distributed != "none" and not on_gpu and not (
-                t.cpu and t.distributed in ("zero2", "zero3")):
+        if t.num_processes > 1 and t.distributed != "none" and not on_gpu and not deepspeed_on_cpu(cfg):
             raise ConfigError(f"train.distributed: {t.distributed!r} over train.num_processes = {t.num_processes} "
                               "needs CUDA GPUs, and this machine has none; use distributed: none (gloo DDP on CPU), "
                               "train.cpu: true with zero2/zero3 (DeepSpeed's CPU accelerator: slow, for tests; FSDP "

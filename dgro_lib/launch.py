@@ -29,6 +29,7 @@ import torch
 import trl
 import yaml
 
+from .checks import deepspeed_on_cpu
 from .config import ExperimentConfig, config_to_dict
 from .runstore import prepare_run
 from .training import TRAINED, evaluate_trained_run, run_training
@@ -68,7 +69,7 @@ def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(t.num_processes),
            "--num_machines", "1", "--main_process_port", str(port if port is not None else free_port())]
     if t.distributed != "none":
-        if cpu and not (t.cpu and t.distributed in ("zero2", "zero3")):
+        if cpu and not deepspeed_on_cpu(cfg):
             raise ValueError(f"train.distributed: {t.distributed} needs GPUs; on CPU use distributed: none (gloo DDP), "
                              "or train.cpu: true with zero2/zero3 (DeepSpeed's CPU accelerator)")
         cmd += ["--config_file", str(trl_accelerate_config(t.distributed))]
@@ -123,7 +124,7 @@ def launch_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, *, point: 
         config_path = run_dir / "config.yaml"
         config_path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.train.threads), "PYTHONUNBUFFERED": "1"}
-        if cfg.train.cpu and cfg.train.distributed in ("zero2", "zero3"):
+        if deepspeed_on_cpu(cfg):
             env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed on CPU processes (gloo): what the ZeRO-3 CI test runs
         stream_command(accelerate_command(cfg, config_path, seed, run_dir, point), env=env, out=out)
     # The evaluation is a job of its own, here, after the training processes have exited: inside them only rank 0

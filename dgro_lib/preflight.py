@@ -26,7 +26,7 @@ from typing import Sequence
 from .config import ConfigError, ExperimentConfig, expand_sweep, load_config
 from .paths import PARAMS
 
-__all__ = ["Machine", "format_report", "needs_gpu", "pinned_versions", "preflight", "profile_configs", "main"]
+__all__ = ["Machine", "check_here", "format_report", "needs_gpu", "pinned_versions", "preflight", "profile_configs", "main"]
 
 _PACKAGES = ("torch", "vllm", "deepspeed")
 
@@ -185,6 +185,15 @@ def format_report(problems: list[str], machine: Machine) -> str:
                       f"[preflight] {len(problems)} problem(s): nothing was started"])
 
 
+def check_here(configs: dict[str, ExperimentConfig] | None = None) -> bool:
+    """Read this machine, run :func:`preflight`, print the report (to stderr when there are problems); True when all
+    is well. What ``python -m dgro_lib.preflight`` and :mod:`dgro_lib.reproduce` both run."""
+    machine = Machine().read()
+    problems = preflight(configs, machine=machine)
+    print(format_report(problems, machine), file=sys.stderr if problems else sys.stdout, flush=True)
+    return not problems
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dgro_lib.preflight", description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", help="also check this profile's params (e.g. paper, gpu); without it, the stack only")
@@ -195,10 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, ConfigError) as e:
         print(f"[preflight] {e}", file=sys.stderr)
         return 1
-    machine = Machine().read()
-    problems = preflight(configs, machine=machine)
-    print(format_report(problems, machine), file=sys.stderr if problems else sys.stdout, flush=True)
-    return 1 if problems else 0
+    return 0 if check_here(configs) else 1
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from .dryrun import dry_run
 from .estimate import format_plan, plan_profile
 from .manifest import atomic_path
 from .paths import NOTEBOOKS, OUTPUTS, PARAMS
-from .preflight import Machine, format_report, needs_gpu, preflight, profile_configs
+from .preflight import check_here, needs_gpu, profile_configs
 
 __all__ = ["list_notebooks", "run_notebook", "main"]
 
@@ -140,12 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         # (notebook 00 alone is an hour of a GPU node) rather than in the first run that needs the GPU.
         configs = profile_configs(args.profile, runnable)
         gpu = {k: c for k, c in configs.items() if needs_gpu(c)}
-        if gpu:
-            machine = Machine().read()
-            problems = preflight(gpu, machine=machine)
-            print(format_report(problems, machine), file=sys.stderr if problems else sys.stdout, flush=True)
-            if problems:
-                return 1
+        if gpu and not check_here(gpu):
+            return 1
     if reuse:
         os.environ[ARCHIVE_ENV] = str(archive)  # inherited by the notebooks' kernels
     else:
