@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml requirements/cpu.txt requirements/cpu-deepspeed.txt
 
 # A CUDA node (x86_64 Linux, CPython 3.11, an NVIDIA driver for CUDA 13.0): requirements/cuda.txt, PyPI's CUDA
 # build of torch 2.13.0 and vLLM 0.31.0 at their hashes, then deepspeed built against that torch, then the
-# preflight (python -m dgro_lib.preflight). A CPU torch already in the venv is removed first: pip would take a
+# preflight (python -m dgro_lib.cli.preflight). A CPU torch already in the venv is removed first: pip would take a
 # 2.13.0+cpu as satisfying torch==2.13.0 and keep it.
 venv-gpu:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,32 +45,32 @@ venv-gpu:
 	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
-	$(PY) -m dgro_lib.preflight
+	$(PY) -m dgro_lib.cli.preflight
 
 # Before a GPU profile: the stack and this machine against the profile's params (reproduce runs it too).
 preflight: $(STAMP)
-	$(PY) -m dgro_lib.preflight --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+	$(PY) -m dgro_lib.cli.preflight --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
 
 # Restores every archived run whose identity matches (a fresh clone: minutes); RETRAIN=1 trains every run here.
 reproduce: $(STAMP)
-	$(PY) -m dgro_lib.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),) $(if $(RETRAIN),--retrain,)
+	$(PY) -m dgro_lib.cli.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),) $(if $(RETRAIN),--retrain,)
 
 # Rebuilds an embedded base from its recipe and compares it with reference/bases/$(PRESET)/ bit for bit.
 base: $(STAMP)
 	@test -n "$(PRESET)" || (echo "usage: make base PRESET=mini" >&2; exit 2)
-	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.rebuild_base $(PRESET)
+	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.cli.rebuild_base $(PRESET)
 
 # Writes the README's claims table and every results table of docs/results.md from reference/$(PROFILE)/*/claims.csv (a test checks they are current).
 results: $(STAMP)
-	$(PY) -m dgro_lib.results --profile $(PROFILE)
+	$(PY) -m dgro_lib.cli.results --profile $(PROFILE)
 
 # Claims on the first half of SEEDS against the second half: consistent, or exit 1 (trains nothing).
 split-half: $(STAMP)
 	@test -n "$(NB)" -a -n "$(SEEDS)" || (echo "usage: make split-half NB=dgro_fig1_reward_variance SEEDS=0,1,2,3" >&2; exit 2)
-	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.split_half $(NB) --seeds $(SEEDS) --profile $(PROFILE)
+	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.cli.split_half $(NB) --seeds $(SEEDS) --profile $(PROFILE)
 
 dry-run: $(STAMP)
-	$(PY) -m dgro_lib.reproduce --profile paper --dry-run
+	$(PY) -m dgro_lib.cli.reproduce --profile paper --dry-run
 
 test: test-unit test-notebooks
 

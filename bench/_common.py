@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from dgro_lib import miniature
 from dgro_lib import models as M
 
 
@@ -15,4 +16,4 @@ def bench_model(path: str | None, *, threads: int = 1):
     if path:
         return M.load_model(path)
     tokenizer = M.build_embedded_tokenizer()
-    return M.build_tiny_model(M.EMBEDDED_PRESETS["cpu"], tokenizer=tokenizer), tokenizer
+    return miniature.build_tiny_model(M.EMBEDDED_PRESETS["cpu"], tokenizer=tokenizer), tokenizer

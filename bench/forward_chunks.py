@@ -23,7 +23,7 @@ from trl import GRPOConfig
 from dgro_lib.data import kk
 from dgro_lib.models import sample
 from dgro_lib.rewards import kk_reward_func
-from dgro_lib.trainer import DGROTrainer, make_rollout_func
+from dgro_lib.rl.trainer import DGROTrainer, make_rollout_func
 
 from _common import bench_model  # noqa: E402  (bench/ is on sys.path when a script here runs)
 

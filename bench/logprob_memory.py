@@ -30,7 +30,7 @@ def _rss_kb() -> int:
 def child(variant: str, tokens: int, vocab: int, hidden: int, chunk: int) -> None:
     import torch
 
-    from dgro_lib.logprobs import chunked_logprobs, naive_logprobs
+    from dgro_lib.models.logprobs import chunked_logprobs, naive_logprobs
 
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)

@@ -19,7 +19,10 @@ CPU's peak two ways: the theoretical one core FP32 peak at the numerics the proj
 units, 32 FLOP per cycle) and a measured one-thread 1024 x 1024 float32 matmul.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/run_profile.py [--scheme "[-3,3]"] [--seed 1000] [--steps 45]
-        [--json outputs/bench/run_profile.json]
+        [--json outputs/bench/run_profile.json] [--archive reference/cpu/runs]
+
+With a seed the notebook trains (0-15), the run is the archived one's twin, and the profile also says whether this
+code reproduces it bit for bit (every puzzle's outcome and every logged training value).
 
 The run trains in a temporary folder (seed 1000 by default, a seed no notebook uses), so it never touches the
 run store. A full run is ~8.5 min on one idle core of this project's 2-core machine.
@@ -106,22 +109,50 @@ def theoretical_peak() -> tuple[float, float]:
     return mhz / 1e3, mhz * 1e6 * 32
 
 
+def compare_with_archive(cfg, seed: int, final: dict, metrics: str, archive: Path) -> dict:
+    """The archived run with the same run key (the notebook's run for this scheme and seed), if any: whether its
+    1,200 per-puzzle outcomes and its training log (rewards, losses, lengths of every step; timings left out) are
+    the ones this run produced, i.e. whether the code measured here computes bit for bit what the archive holds."""
+    import pandas as pd
+
+    from dgro_lib.runs.store import run_key
+
+    key = run_key(cfg, seed)
+    ref = archive / key / "final_eval.json"
+    if not ref.is_file():
+        return {"key": key, "verdict": f"none in {archive} (seed {seed} is not a notebook's seed)"}
+    old = json.loads(ref.read_text())
+    same_items = old["correct"] == final["correct"]
+    import io
+    a, b = pd.read_csv(archive / key / "metrics.csv"), pd.read_csv(io.StringIO(metrics))
+    cols = [c for c in a.columns if c in b.columns and "time" not in c and "runtime" not in c and "per_second" not in c]
+    same_log = a[cols].equals(b[cols])
+    verdict = ("identical: every puzzle's outcome and every logged training value" if same_items and same_log else
+               f"differs: outcomes {'same' if same_items else 'differ'}, training log {'same' if same_log else 'differs'}")
+    return {"key": key, "verdict": verdict, "same_outcomes": same_items, "same_training_log": same_log,
+            "archived_accuracy": old["summary"]["accuracy"], "compared_columns": len(cols)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scheme", default="[-3,3]")
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=None, help="train this many steps (default: the params')")
     parser.add_argument("--json", type=Path, default=REPO / "outputs" / "bench" / "run_profile.json")
+    parser.add_argument("--archive", type=Path, default=REPO / "reference" / "cpu" / "runs",
+                        help="with a notebook's seed: compare the run with its archived twin, item by item")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    from dgro_lib import sampling, training
+    from dgro_lib.models import sampling
+
+    from dgro_lib.runs import training
     from dgro_lib.config import apply_overrides, find_params, load_config
     from dgro_lib.evaluate import accuracy, evaluate_under_config
-    from dgro_lib.experiment import _eval_setup
-    from dgro_lib.inputs import resolve_model_path
+    from dgro_lib.runs.experiment import _eval_setup
+    from dgro_lib.runs.inputs import resolve_model_path
     from dgro_lib.models import load_model
-    from dgro_lib.trainer import DGROTrainer
+    from dgro_lib.rl.trainer import DGROTrainer
     from trl import GRPOTrainer
 
     cfg = load_config(find_params("dgro_fig1_reward_variance", "cpu"))
@@ -181,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         ecfg, records, _ = _eval_setup(cfg, cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])
         with ph.phase("sampled evaluation"):
             evaluate_under_config(model, tokenizer, records, ecfg)
+        final = json.loads((run_dir / "final_eval.json").read_text())
+        metrics = (run_dir / "metrics.csv").read_text()
     wall = time.perf_counter() - t_start
+    twin = compare_with_archive(cfg, args.seed, final, metrics, args.archive)
 
     s = ph.seconds
     fwd_bwd = s["training_step"] - s["rollout batch"]
@@ -231,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     report = {"scheme": args.scheme, "seed": args.seed, "steps": cfg.train.max_steps, "wall_s": wall,
               "phases_s": rows, "tokens": token_counts, "flops": flops, "params_per_token": N,
               "peak_flops": {"theoretical_avx2_fp32": peak_theory, "measured_matmul": peak_meas, "ghz": ghz},
-              "load": os.getloadavg()}
+              "load": os.getloadavg(), "accuracy": final["summary"]["accuracy"], "archived_twin": twin}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=float))
+    print(f"final greedy accuracy {final['summary']['accuracy']:.4f}; archived twin: {twin['verdict']}")
     print(f"written: {args.json}")
     return 0
 

@@ -18,7 +18,7 @@ from unittest import mock
 import torch
 from transformers import DynamicCache
 
-from dgro_lib import sampling as M  # the module whose _sampler_cache sample() looks up
+from dgro_lib.models import sampling as M  # the module whose _sampler_cache sample() looks up
 from dgro_lib.data import kk
 
 from _common import bench_model  # noqa: E402  (bench/ is on sys.path when a script here runs)

@@ -23,9 +23,10 @@ from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from dgro_lib.data import kk
-from dgro_lib.models import EmbeddedModelConfig, build_embedded_tokenizer, build_tiny_model
+from dgro_lib.models import EmbeddedModelConfig, build_embedded_tokenizer
+from dgro_lib.miniature import build_tiny_model
 from dgro_lib.rewards import kk_reward_func
-from dgro_lib.trainer import DGROTrainer
+from dgro_lib.rl.trainer import DGROTrainer
 
 
 class StepTimer(TrainerCallback):

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .data import kk
-from .data import math as math_data
-from .rewards import check_format, check_math_format, kk_is_correct, kk_reward_func, math_is_correct, math_reward_func
+from dgro_lib.data import kk
+from dgro_lib.data import math as math_data
+from dgro_lib.rewards import check_format, check_math_format, kk_is_correct, kk_reward_func, math_is_correct, math_reward_func
 
 if TYPE_CHECKING:  # annotations only: dgro_lib.config's checks import this module
-    from .config import ExperimentConfig
+    from dgro_lib.config.schema import ExperimentConfig
 
 __all__ = ["Task", "TASKS", "get_task", "puzzle_key"]
 
@@ -43,7 +43,7 @@ class Task:
     name: str
     load: Callable[["ExperimentConfig", str], list[dict]]
     """(cfg, ``"train"`` | ``"eval"``) -> the split's records, before training records that are held out are
-    dropped (:func:`dgro_lib.inputs.load_train_records` drops them by :func:`puzzle_key`)."""
+    dropped (:func:`dgro_lib.runs.inputs.load_train_records` drops them by :func:`puzzle_key`)."""
     prompt: Callable[..., str]
     """(record, template, tokenizer=None) -> prompt text (every template ends in ``<think>``); the ``chat`` template
     renders with ``tokenizer``'s chat template and needs it, and ``qwen`` is refused for a tokenizer without ChatML's

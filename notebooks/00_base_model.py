@@ -18,7 +18,7 @@
 #
 # Real DGRO runs start from Qwen checkpoints; this project must also run offline on a 2-core CPU, so it builds its
 # own tiny base model: a word-level tokenizer and a small Qwen2-architecture model, warmed up on generated
-# Knights-and-Knaves puzzles with an explicit reasoning trace (`dgro_lib.data.trace`). The model is saved with
+# Knights-and-Knaves puzzles with an explicit reasoning trace (`dgro_lib.data.kk.trace`). The model is saved with
 # `save_pretrained` under `outputs/models/` and reused by every other notebook (keyed by its config).
 #
 # This notebook builds (or reuses) it and evaluates it: greedy accuracy per people count, and sampled accuracy,
@@ -34,14 +34,14 @@ output_dir = None  # default: ../outputs/<profile>/00_base_model
 import json
 from pathlib import Path
 
-from dgro_lib.analysis import base_model_info, base_model_summary
+from dgro_lib.analysis.probes import base_model_info, base_model_summary
 from dgro_lib.papers.miniature_map import base_model_claims
 from dgro_lib.report.claims import write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.experiment import base_model_tables
-from dgro_lib.inputs import resolve_model_path
+from dgro_lib.runs.experiment import base_model_tables
+from dgro_lib.runs.inputs import resolve_model_path
 from dgro_lib.models import load_model
-from dgro_lib.plots import save_figure, success_rate_histogram
+from dgro_lib.analysis.plots import save_figure, success_rate_histogram
 
 cfg = load_config(find_params("00_base_model", profile))
 out = Path(output_dir or f"../outputs/{profile}/00_base_model")

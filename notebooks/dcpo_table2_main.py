@@ -47,12 +47,12 @@ backbone = None  # paper profile: which of the params' backbones (default: the f
 from pathlib import Path
 
 from dgro_lib.papers.dcpo_table2_main import claims
-from dgro_lib.plots import save_figure, verdict_figure
+from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.dcpo_analysis import method_sweep, pass_at_k_frame, per_benchmark, select_backbone, sweep_figures
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.math_analysis import math_benchmark_wide
+from dgro_lib.analysis.dcpo import method_sweep, pass_at_k_frame, per_benchmark, select_backbone, sweep_figures
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.analysis.math import math_benchmark_wide
 
 cfg = select_backbone(load_config(find_params("dcpo_table2_main", profile)), backbone)
 out = Path(output_dir or f"../outputs/{profile}/dcpo_table2_main" + (f"_{backbone.split('/')[-1]}" if backbone else ""))

@@ -26,7 +26,7 @@
 # sampled tokens) is at most H0, else T = 0.8. The paper's values are nats per token of 7B models; the embedded math
 # model's H (~0.06) is about ten times smaller, so no paper value would ever switch the rule. The miniature's default H0 is
 # calibrated instead: **H0 = the base model's own H** on its T = 1 samples for the first training prompts
-# (`dgro_lib.dcpo_analysis.policy_entropy`), to two significant digits, so that the rule switches to T_high as soon
+# (`dgro_lib.analysis.dcpo.policy_entropy`), to two significant digits, so that the rule switches to T_high as soon
 # as training lowers the entropy below where it started. The grid keeps the paper's ratios to its default
 # (0.5, 1, 1.5, 2 × H0). The calibration is recomputed below and checked against the params.
 
@@ -43,13 +43,13 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.papers.dcpo_table4_h0 import claims
-from dgro_lib.plots import save_figure, verdict_figure
+from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.dcpo_analysis import (method_sweep, per_benchmark, policy_entropy, round_significant, sweep_figures,
+from dgro_lib.analysis.dcpo import (method_sweep, per_benchmark, policy_entropy, round_significant, sweep_figures,
                                     temperature_phases)
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.math_analysis import math_benchmark_wide
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.analysis.math import math_benchmark_wide
 
 cfg = load_config(find_params("dcpo_table4_h0", profile))
 out = Path(output_dir or f"../outputs/{profile}/dcpo_table4_h0")

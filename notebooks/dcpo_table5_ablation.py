@@ -39,11 +39,11 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from pathlib import Path
 
 from dgro_lib.papers.dcpo_table5_ablation import claims
-from dgro_lib.plots import save_figure, verdict_figure
+from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.dcpo_analysis import method_sweep, sweep_figures, temperature_phases
-from dgro_lib.experiment import evaluate_runs, run_experiment
+from dgro_lib.analysis.dcpo import method_sweep, sweep_figures, temperature_phases
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg = load_config(find_params("dcpo_table5_ablation", profile))
 out = Path(output_dir or f"../outputs/{profile}/dcpo_table5_ablation")

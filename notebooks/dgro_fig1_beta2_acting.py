@@ -41,12 +41,12 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.analysis import label_points, rl_map_table
+from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig1_beta2_acting import claims
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.analysis.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig1_beta2_acting", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_beta2_acting")

@@ -40,15 +40,15 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from pathlib import Path
 
-from dgro_lib.analysis import adam_scale_check
+from dgro_lib.analysis.probes import adam_scale_check
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import find_params, load_config
 from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.inputs import load_eval_records, resolve_model_path
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.runs.inputs import load_eval_records, resolve_model_path
 from dgro_lib.models import load_model
-from dgro_lib.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_fig1_reward_variance", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_reward_variance")

@@ -41,9 +41,9 @@ import pandas as pd
 from dgro_lib.papers.dgro_fig4_math_entropy import claims
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.experiment import run_experiment
-from dgro_lib.math_analysis import entropy_trend
-from dgro_lib.plots import save_figure, smooth, training_curves
+from dgro_lib.runs.experiment import run_experiment
+from dgro_lib.analysis.math import entropy_trend
+from dgro_lib.analysis.plots import save_figure, smooth, training_curves
 
 cfg = load_config(find_params("dgro_fig4_math_entropy", profile))  # the math runs: Table 3's configuration
 kk_cfg = apply_overrides(load_config(find_params(cfg.extra["kk_params"], profile)), {"sweep": cfg.extra["kk_sweep"]})

@@ -41,12 +41,12 @@ workers = None  # parallel runs and evaluations (default: the params file's `wor
 from functools import partial
 from pathlib import Path
 
-from dgro_lib.analysis import kk_size_table, kk_size_wide, method_labels
+from dgro_lib.analysis.probes import kk_size_table, kk_size_wide, method_labels
 from dgro_lib.papers.dgro_table2_kk import claims
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.plots import kk_size_figure, save_figure
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.analysis.plots import kk_size_figure, save_figure
 
 cfg = load_config(find_params("dgro_table2_kk", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_table2_kk")

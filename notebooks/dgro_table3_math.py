@@ -44,16 +44,16 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from functools import partial
 from pathlib import Path
 
-from dgro_lib.analysis import label_points, rl_map_table
+from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_table3_math import claims
 from dgro_lib.report.claims import claims_view, format_claims, write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
-from dgro_lib.experiment import evaluate_runs, run_experiment
-from dgro_lib.inputs import load_eval_records
-from dgro_lib.inputs import resolve_model_path
-from dgro_lib.math_analysis import DGRO_TABLE3_PAPER, carry_table, math_benchmark_table, math_benchmark_wide, run_labels
-from dgro_lib.runstore import latest_checkpoint
-from dgro_lib.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+from dgro_lib.runs.inputs import load_eval_records
+from dgro_lib.runs.inputs import resolve_model_path
+from dgro_lib.analysis.math import DGRO_TABLE3_PAPER, carry_table, math_benchmark_table, math_benchmark_wide, run_labels
+from dgro_lib.runs.store import latest_checkpoint
+from dgro_lib.analysis.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
 
 cfg = load_config(find_params("dgro_table3_math", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_table3_math")

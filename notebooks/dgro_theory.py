@@ -46,12 +46,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dgro_lib import theory
+from dgro_lib.analysis import theory
 from dgro_lib.papers.dgro_theory import claims
 from dgro_lib.report.claims import write_claims
 from dgro_lib.config import config_to_dict, find_params, load_config
-from dgro_lib.manifest import finish_manifest, write_manifest
-from dgro_lib.plots import gradient_bounds_figure, save_figure, soft_value_figure
+from dgro_lib.util.manifest import finish_manifest, write_manifest
+from dgro_lib.analysis.plots import gradient_bounds_figure, save_figure, soft_value_figure
 
 cfg = load_config(find_params("dgro_theory", profile))
 out = Path(output_dir or f"../outputs/{profile}/dgro_theory")
@@ -139,7 +139,7 @@ bandit
 
 # %% [markdown]
 # ## Verdicts
-# Computed from the numbers above (`dgro_lib.theory.verdicts`), one line per statement.
+# Computed from the numbers above (`dgro_lib.analysis.theory.verdicts`), one line per statement.
 
 # %%
 verdicts = theory.verdicts(violations=violations, sweep=sweep, lemma31=lemma31, lemma32=lemma32, lemma_e2=lemma_e2,

@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from dgro_lib.analysis import adam_scale_check, base_model_info, base_model_summary
+from dgro_lib.analysis.probes import adam_scale_check, base_model_info, base_model_summary
 from dgro_lib.data import kk
-from dgro_lib.data.trace import completion_text
-from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model
+from dgro_lib.data.kk.trace import completion_text
+from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer
+from dgro_lib.miniature import build_tiny_model
 
 torch.set_num_threads(1)
 
@@ -32,7 +33,7 @@ def test_reward_scale_under_adam_and_sgd(monkeypatch):
                     for t in texts]
         return out
 
-    monkeypatch.setattr("dgro_lib.analysis.sample", fake_sample)
+    monkeypatch.setattr("dgro_lib.analysis.probes.sample", fake_sample)
     df = adam_scale_check(model, tokenizer, records, num_generations=G, updates=3, beta2=0.1, lr=1e-3,
                           max_new_tokens=8).set_index(["comparison", "optimizer"])
     same = df.loc[("[-5,5] vs [-1,1], beta2=0", "adam")]
@@ -86,7 +87,7 @@ def _grid_finals(acc_by_point, n=400, seeds=(0, 1, 2), shared=0.9):
     of one seed share most of their answers (as runs from one base do)."""
     import numpy as np
 
-    from dgro_lib.analysis import point_labels
+    from dgro_lib.analysis.probes import point_labels
 
     rows = []
     for seed in seeds:
@@ -105,7 +106,7 @@ def _grid_finals(acc_by_point, n=400, seeds=(0, 1, 2), shared=0.9):
 def test_paired_between_points_matches_a_loop_reference():
     import math
 
-    from dgro_lib.analysis import paired_between_points
+    from dgro_lib.analysis.probes import paired_between_points
 
     finals = _grid_finals({(1.0, 0.0): 0.5, (1.0, 0.1): 0.6})
     a, b = "beta1=1.0, beta2=0.1", "beta1=1.0, beta2=0.0"
@@ -123,7 +124,7 @@ def test_paired_between_points_matches_a_loop_reference():
 
 
 def test_entropy_fluctuation_is_the_sd_of_step_differences():
-    from dgro_lib.analysis import entropy_fluctuation
+    from dgro_lib.analysis.probes import entropy_fluctuation
 
     m = pd.DataFrame({"point": "p", "seed": 0, "run": "r", "step": [3, 1, 2, 4], "entropy": [1.0, 0.0, 2.0, 4.0]})
     # in step order: 0, 2, 1, 4 -> differences 2, -1, 3
@@ -145,12 +146,12 @@ def _size_evals():
 
 
 def _dgro_label(df):
-    from dgro_lib.analysis import method_labels
+    from dgro_lib.analysis.probes import method_labels
     return method_labels(df, loss={"name": "dgro"})
 
 
 def test_kk_size_table_against_a_hand_count():
-    from dgro_lib.analysis import kk_size_table
+    from dgro_lib.analysis.probes import kk_size_table
     from dgro_lib.evaluate import mcnemar
 
     evals = _size_evals()
@@ -171,7 +172,7 @@ def test_kk_size_table_against_a_hand_count():
 
 
 def test_kk_size_wide_and_claims():
-    from dgro_lib.analysis import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide
+    from dgro_lib.analysis.probes import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide
     from dgro_lib.papers.dgro_table2_kk import claims
     from dgro_lib.report.verdict import judge_family
 

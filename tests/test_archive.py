@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import dgro_lib.experiment as E
-from dgro_lib.archive import ARCHIVED, REPLICATES, archive_runs, replicates, restorable, restore_runs, weights_digest
+import dgro_lib.runs.experiment as E
+from dgro_lib.runs.archive import ARCHIVED, REPLICATES, archive_runs, replicates, restorable, restore_runs, weights_digest
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.runstore import run_key
+from dgro_lib.runs.store import run_key
 
 SAMPLED = ({"temperature": 1.0, "n_samples": 2, "ks": [1, 2]}, 3)
 
@@ -51,7 +51,7 @@ def test_the_archive_holds_the_result_files_and_the_base_digest_but_no_weights(t
 
 def test_an_archived_run_is_restored_instead_of_trained_and_read_back_whole(trained, tmp_path, monkeypatch):
     cfg, first, root, _ = trained
-    monkeypatch.setattr("dgro_lib.training.DGROTrainer", lambda *a, **k: pytest.fail("trained an archived run"))
+    monkeypatch.setattr("dgro_lib.runs.training.DGROTrainer", lambda *a, **k: pytest.fail("trained an archived run"))
     again = E.run_experiment(cfg, tmp_path / "exp", workers=1, store=tmp_path / "store", archive=root / "archive",
                              evaluations=[SAMPLED])
     key = run_key(cfg, 0)
@@ -96,8 +96,8 @@ def test_a_run_with_other_params_or_another_base_is_trained_not_restored(trained
 
 
 def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained, tmp_path, monkeypatch):
-    import dgro_lib.reproduce as R
-    from dgro_lib.estimate import plan_profile
+    import dgro_lib.cli.reproduce as R
+    from dgro_lib.cli.estimate import plan_profile
 
     cfg, _, root, _ = trained
     (tmp_path / "ci" / "runs").mkdir(parents=True)
@@ -109,7 +109,7 @@ def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained,
     import shutil
 
     from dgro_lib.config import config_to_dict
-    from dgro_lib.inputs import expected_base_digest
+    from dgro_lib.runs.inputs import expected_base_digest
 
     archive = tmp_path / "archive"
     fake = shutil.copytree(root / "archive" / run_key(cfg, 0), archive / run_key(concrete, seed))
@@ -203,7 +203,7 @@ def test_a_replicate_from_a_committed_base_becomes_the_reference(trained, tmp_pa
 
 
 def test_base_evaluations_are_archived_per_base_digest_and_restored(trained, tmp_path, monkeypatch):
-    from dgro_lib.archive import BASE_EVALS, archive_base_evals, restore_base_eval
+    from dgro_lib.runs.archive import BASE_EVALS, archive_base_evals, restore_base_eval
 
     cfg, _, root, _ = trained
     stored = sorted((root / "store" / "base").glob("*.json"))
@@ -239,7 +239,7 @@ def _fake_replicate(folder, correct, digest, vendor):
 def test_replicates_compare_by_seed_spread_identical_consistent_or_differs(tmp_path):
     import random
 
-    from dgro_lib.archive import compare_replicates
+    from dgro_lib.runs.archive import compare_replicates
 
     rng = random.Random(0)
     rows = []
@@ -270,8 +270,8 @@ def test_replicates_compare_by_seed_spread_identical_consistent_or_differs(tmp_p
 def test_a_profile_store_restores_from_its_reference_archive_by_default(monkeypatch, tmp_path):
     """A notebook opened in JupyterLab (no DGRO_RUN_ARCHIVE) reads the archived runs as make reproduce does;
     ``none`` (make reproduce RETRAIN=1) and a store outside outputs/<profile>/ restore nothing."""
-    from dgro_lib.archive import ARCHIVE_ENV, archive_from_env
-    from dgro_lib.paths import OUTPUTS, REPO
+    from dgro_lib.runs.archive import ARCHIVE_ENV, archive_from_env
+    from dgro_lib.util.paths import OUTPUTS, REPO
 
     monkeypatch.delenv(ARCHIVE_ENV, raising=False)
     assert archive_from_env(OUTPUTS / "cpu" / "runs") == REPO / "reference" / "cpu" / "runs"
@@ -284,7 +284,7 @@ def test_a_profile_store_restores_from_its_reference_archive_by_default(monkeypa
 
 
 def test_the_base_model_notebook_tables_are_stored_once_and_restored(tmp_path, monkeypatch):
-    from dgro_lib.archive import ARCHIVE_ENV, archive_base_evals
+    from dgro_lib.runs.archive import ARCHIVE_ENV, archive_base_evals
 
     cfg = apply_overrides(load_config(find_params("00_base_model", "ci")), {"data.n_eval": 4})
     greedy, rates = E.base_model_tables(cfg, tmp_path / "a" / "runs", prompts=2, samples=2)

@@ -18,7 +18,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from dgro_lib.manifest import atomic_path, atomic_write, finish_manifest, write_json, write_manifest
+from dgro_lib.util.manifest import finish_manifest, write_manifest
+
+from dgro_lib.util.files import atomic_path, atomic_write, write_json
 
 PKG = Path(__file__).resolve().parents[1] / "dgro_lib"
 
@@ -70,7 +72,7 @@ def test_sigkill_while_writing_a_large_csv_leaves_the_old_file(tmp_path):
     child = textwrap.dedent(f"""
         import itertools, pandas as pd
         from pathlib import Path
-        from dgro_lib.manifest import atomic_write
+        from dgro_lib.util.files import atomic_write
         chunk = pd.DataFrame({{"step": range(200_000), "loss": [0.123456789] * 200_000}})
         def writer(tmp):
             with open(tmp, "w") as fh:
@@ -100,7 +102,7 @@ def test_sigkill_while_writing_a_large_csv_leaves_the_old_file(tmp_path):
 
 
 def test_write_json_is_atomic_and_save_figure_writes_a_real_png(tmp_path):
-    from dgro_lib.plots import save_figure
+    from dgro_lib.analysis.plots import save_figure
 
     write_json(tmp_path / "a.json", {"x": 1})
     assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
@@ -135,7 +137,7 @@ def _fake_papermill(monkeypatch, fail: bool):
 
 
 def test_run_notebook_renames_on_success_and_keeps_a_failed_notebook_aside(tmp_path, monkeypatch):
-    from dgro_lib.reproduce import list_notebooks, run_notebook
+    from dgro_lib.cli.reproduce import list_notebooks, run_notebook
 
     name = list_notebooks()[0]
     out_dir = tmp_path / "cpu" / name
@@ -159,12 +161,12 @@ def test_run_notebook_renames_on_success_and_keeps_a_failed_notebook_aside(tmp_p
 
 # Writes that are not run outputs, or not written by us, each with the reason. Keyed by (file, call).
 ALLOWED = {
-    ("trainer.py", "open"): "the rank log: one JSON line appended per step (an append is not a rewrite)",
-    ("vllm_server.py", "open"): "the vLLM server's log stream, appended while it runs",
-    ("launch.py", "write_text"): "config.yaml handed to `accelerate launch`, rewritten before every launch",
-    ("divergence.py", "open"): "a debugging dump beside the torch.save'd tensors, written when a run diverges",
-    ("divergence.py", "dump"): "the same debugging dump (json.dump onto that file)",
-    ("models/embedded.py", "write_text"): "inside a temporary model folder that is renamed into place whole",
+    ("rl/trainer.py", "open"): "the rank log: one JSON line appended per step (an append is not a rewrite)",
+    ("rl/vllm_server.py", "open"): "the vLLM server's log stream, appended while it runs",
+    ("runs/launch.py", "write_text"): "config.yaml handed to `accelerate launch`, rewritten before every launch",
+    ("rl/divergence.py", "open"): "a debugging dump beside the torch.save'd tensors, written when a run diverges",
+    ("rl/divergence.py", "dump"): "the same debugging dump (json.dump onto that file)",
+    ("miniature/build.py", "write_text"): "inside a temporary model folder that is renamed into place whole",
 }
 WRITERS = {"to_csv", "savefig", "write_text", "write_bytes", "to_json", "to_parquet", "dump", "open"}
 TEMP_NAMES = {"tmp", "fh"}  # the helper's temp path, and a file opened on it
@@ -210,7 +212,7 @@ def test_every_output_write_in_the_package_goes_through_the_helper():
             if (rel, name) in ALLOWED:
                 used.add((rel, name))
             else:
-                unsafe.append(f"{rel}:{line} {name}(...) writes without dgro_lib.manifest.atomic_path/atomic_write")
+                unsafe.append(f"{rel}:{line} {name}(...) writes without dgro_lib.util.files.atomic_path/atomic_write")
     assert unsafe == []
     assert used == set(ALLOWED), f"stale allow-list entries: {set(ALLOWED) - used}"
 

@@ -86,7 +86,7 @@ def test_chat_template_needs_a_tokenizer_with_one(records, qwen):
 
 def test_trainer_tokenizes_text_prompts_as_they_are(r1, records):
     """TRL's own text path adds the tokenizer's special tokens, which doubles the BOS a chat template wrote."""
-    from dgro_lib.trainer import DGROTrainer
+    from dgro_lib.rl.trainer import DGROTrainer
 
     prompts = [get_task("math").prompt(r, "chat", r1) for r in records["math"]]
     ids, images, fields = DGROTrainer._tokenize_prompts(SimpleNamespace(processing_class=r1), prompts)
@@ -99,8 +99,8 @@ def test_every_private_trl_method_the_trainer_overrides_exists_in_trl():
     """The trainer overrides private TRL methods, so TRL is pinned; a release that renames one fails here."""
     from trl import GRPOTrainer
 
-    from dgro_lib.divergence import DivergenceGuard
-    from dgro_lib.trainer import DGROTrainer
+    from dgro_lib.rl.divergence import DivergenceGuard
+    from dgro_lib.rl.trainer import DGROTrainer
 
     overridden = sorted({name for cls in (DGROTrainer, DivergenceGuard) for name, v in vars(cls).items()
                          if name.startswith("_") and not name.startswith("__") and callable(v)
@@ -109,7 +109,7 @@ def test_every_private_trl_method_the_trainer_overrides_exists_in_trl():
                  if name.startswith("_") and not name.startswith("__") and not hasattr(GRPOTrainer, name)}
     assert {"_generate_and_score_completions", "_compute_loss", "_calculate_rewards", "_tokenize_prompts",
             "_get_grad_norm", "_save_checkpoint", "_load_optimizer_and_scheduler"} <= set(overridden)
-    doc = inspect.getdoc(__import__("dgro_lib.trainer", fromlist=["x"]))
+    doc = inspect.getdoc(__import__("dgro_lib.rl.trainer", fromlist=["x"]))
     for name in overridden:  # each one is named in the module's docstring
         assert f"``{name}``" in doc, name
     assert all(not hasattr(GRPOTrainer, n) for n in ours_only)

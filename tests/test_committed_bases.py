@@ -10,11 +10,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import dgro_lib.models as M
+from dgro_lib import miniature
+from dgro_lib import models as M
 from dgro_lib.config import find_params, load_config
 from dgro_lib.models.committed import (BASE_RECORD, BASES, BASES_ENV, CommittedBaseError, commit_base,
                                        committed_bases, weights_digest)
-from dgro_lib.paths import PARAMS
+from dgro_lib.util.paths import PARAMS
 
 TINY = M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64, people=(2,), mix=(1.0,),
                              n_puzzles=24, trace_style="none", batch_size=4, max_steps=2, warmup_steps=1, seed=5)
@@ -23,7 +24,7 @@ TINY = M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermedi
 @pytest.fixture
 def committed(tmp_path, monkeypatch):
     """TINY built once and committed into a bases folder of its own, which is the one in force."""
-    built = M.get_embedded_base_model(TINY, cache_dir=tmp_path / "build", progress=False)
+    built = miniature.get_embedded_base_model(TINY, cache_dir=tmp_path / "build", progress=False)
     root = tmp_path / "bases"
     dest = commit_base("tiny", built, root)
     monkeypatch.setenv(BASES_ENV, str(root))
@@ -31,7 +32,7 @@ def committed(tmp_path, monkeypatch):
 
 
 def _no_warmup(monkeypatch):
-    monkeypatch.setattr("dgro_lib.models.embedded.warmup", lambda *a, **k: pytest.fail("built a committed base"))
+    monkeypatch.setattr("dgro_lib.miniature.build.warmup", lambda *a, **k: pytest.fail("built a committed base"))
 
 
 def test_a_committed_base_is_installed_not_built_and_is_the_same_bits(committed, tmp_path, monkeypatch):
@@ -40,10 +41,10 @@ def test_a_committed_base_is_installed_not_built_and_is_the_same_bits(committed,
     assert meta["weights_sha256"] == weights_digest(built) and meta["config_hash"] == M.config_hash(TINY)
     assert meta["files"]["model.safetensors"] == (built / "model.safetensors").stat().st_size
     _no_warmup(monkeypatch)
-    path = M.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache", progress=False)
+    path = miniature.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache", progress=False)
     assert path.name == built.name and weights_digest(path) == weights_digest(built)
     assert not (path / BASE_RECORD).exists()  # the cache folder is what a build leaves, nothing more
-    assert M.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache") == path  # cached now
+    assert miniature.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache") == path  # cached now
     model, tok = M.load_model(path)
     assert type(model).__name__ == "LlamaForCausalLM"
 
@@ -58,9 +59,9 @@ def test_a_cache_with_other_weights_is_an_error_naming_both_digests(committed, t
     save_file(tensors, str(local / "model.safetensors"), metadata={"format": "pt"})
     other = weights_digest(local)
     with pytest.raises(CommittedBaseError, match=f"has weights sha256 {other}.*has {weights_digest(built)}"):
-        M.get_embedded_base_model(TINY, cache_dir=cache)
+        miniature.get_embedded_base_model(TINY, cache_dir=cache)
     # building from the recipe (committed=False) is the explicit way to use a local build
-    assert M.get_embedded_base_model(TINY, cache_dir=cache, committed=False) == local
+    assert miniature.get_embedded_base_model(TINY, cache_dir=cache, committed=False) == local
 
 
 def test_a_damaged_or_stale_committed_base_is_refused(committed, tmp_path, monkeypatch):
@@ -68,7 +69,7 @@ def test_a_damaged_or_stale_committed_base_is_refused(committed, tmp_path, monke
     _no_warmup(monkeypatch)
     (dest / "model.safetensors").write_bytes((dest / "model.safetensors").read_bytes()[:-4] + b"\0\0\0\0")
     with pytest.raises(CommittedBaseError, match="damaged"):
-        M.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache")
+        miniature.get_embedded_base_model(TINY, cache_dir=tmp_path / "cache")
     assert not (tmp_path / "cache" / built.name).exists()  # nothing half-installed
     # a preset whose committed folder was made from another recipe: rebuild and commit it, never a silent build
     root = tmp_path / "bases2"
@@ -76,7 +77,7 @@ def test_a_damaged_or_stale_committed_base_is_refused(committed, tmp_path, monke
     monkeypatch.setenv(BASES_ENV, str(root))
     with pytest.raises(CommittedBaseError, match=f"'ci'.*recipe {M.config_hash(TINY)}.*now "
                                                  f"{M.config_hash(M.EMBEDDED_PRESETS['ci'])}"):
-        M.get_embedded_base_model("ci", cache_dir=tmp_path / "cache")
+        miniature.get_embedded_base_model("ci", cache_dir=tmp_path / "cache")
     assert stale.is_dir()
     monkeypatch.setenv(BASES_ENV, "none")
     assert committed_bases() == {}
@@ -116,7 +117,7 @@ def test_every_base_the_ci_and_cpu_profiles_start_from_is_committed_and_intact(m
 
 
 def test_the_rebuild_reports_bit_equality_or_the_difference(committed, tmp_path, capsys):
-    from dgro_lib.rebuild_base import compare_weights
+    from dgro_lib.cli.rebuild_base import compare_weights
 
     built, dest = committed
     same = compare_weights(built, dest)
@@ -135,7 +136,7 @@ def test_the_rebuild_reports_bit_equality_or_the_difference(committed, tmp_path,
 def test_make_base_rebuilds_the_ci_preset_and_compares_it(tmp_path, monkeypatch, capsys):
     """The command on a real preset (ci builds in seconds): it rebuilds from the recipe and compares with the
     committed copy; bit-equal on the machine kind that committed it, else the difference and both accuracies."""
-    import dgro_lib.rebuild_base as RB
+    import dgro_lib.cli.rebuild_base as RB
 
     monkeypatch.delenv(BASES_ENV, raising=False)
     monkeypatch.setattr(RB, "OUTPUTS", tmp_path)

@@ -176,7 +176,7 @@ def test_check_runnable_here_names_what_this_machine_lacks():
 
 def test_the_gpu_profile_refuses_a_machine_without_cuda_and_the_cpu_profiles_still_run(monkeypatch, tmp_path):
     """A one-process `gpu` run used to train on the CPU, without a word, when torch has no CUDA."""
-    from dgro_lib import experiment
+    from dgro_lib.runs import experiment
 
     for path in sorted((PARAMS / "gpu").glob("*.yaml")):
         cfg = load_config(path)
@@ -200,9 +200,9 @@ def test_the_gpu_profile_refuses_a_machine_without_cuda_and_the_cpu_profiles_sti
 
 def test_the_hub_id_rule_is_the_loaders():
     """The config check and the model loader decide "hub id or local path" by the same rule (one definition)."""
-    from dgro_lib import checks
+    from dgro_lib.config import checks
     from dgro_lib.models import loading
-    from dgro_lib.paths import is_hub_id
+    from dgro_lib.util.paths import is_hub_id
 
     assert checks.is_hub_id is loading.is_hub_id is is_hub_id
     assert is_hub_id("Qwen/Qwen2.5-7B") and is_hub_id("gpt2")

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from dgro_lib.config import expand_sweep, find_params, load_config
-from dgro_lib.dcpo_analysis import (entropy_contrasts, entropy_endpoints, paired_tests_between,
+from dgro_lib.analysis.dcpo import (entropy_contrasts, entropy_endpoints, paired_tests_between,
                                     pass_at_k_frame, per_benchmark, policy_entropy, round_significant,
                                     select_backbone, sweep_labels, temperature_phases)
 from dgro_lib.evaluate import pass_at_k
-from dgro_lib.runstore import run_key
+from dgro_lib.runs.store import run_key
 
 NOTEBOOKS = ("dcpo_fig1_grid", "dcpo_table2_main", "dcpo_table4_h0", "dcpo_table5_ablation")
 
@@ -79,10 +79,10 @@ def test_select_backbone_narrows_to_one_model_with_the_same_runs():
 
 
 def test_policy_entropy_is_the_mean_nll_of_the_models_own_samples():
-    from dgro_lib.analysis import completion_logps
-    from dgro_lib.inputs import load_train_records, resolve_model_path
+    from dgro_lib.analysis.probes import completion_logps
+    from dgro_lib.runs.inputs import load_train_records, resolve_model_path
     from dgro_lib.models.loading import load_model
-    from dgro_lib.sampling import sample
+    from dgro_lib.models.sampling import sample
     from dgro_lib.tasks import get_task
 
     cfg = load_config(find_params("dcpo_table4_h0", "ci"))

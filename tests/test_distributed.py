@@ -1,4 +1,4 @@
-"""Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.train`, 2 CPU processes
+"""Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.runs.train`, 2 CPU processes
 (gloo DDP), a group split across the two ranks."""
 
 import json
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.launch import accelerate_command, launch_run, trl_accelerate_config
+from dgro_lib.runs.launch import accelerate_command, launch_run, trl_accelerate_config
 
 
 def ci_cfg(**over):
@@ -58,7 +58,7 @@ def test_accelerate_command_for_each_engine(tmp_path):
     assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--num_processes") + 1] == "2" and "--multi_gpu" in cmd
     assert 0 < int(cmd[cmd.index("--main_process_port") + 1]) < 65536  # a free port: parallel runs do not collide
-    assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.train"]
+    assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.runs.train"]
     assert json.loads(cmd[cmd.index("--point") + 1]) == {"reward.scheme": "[-1,1]"}
     for engine, fname in (("zero2", "zero2.yaml"), ("zero3", "zero3.yaml"), ("fsdp", "fsdp2.yaml")):
         c = accelerate_command(apply_overrides(cfg, {"train.distributed": engine, "train.bf16": True}),
@@ -70,7 +70,7 @@ def test_accelerate_command_for_each_engine(tmp_path):
 
 
 def test_a_failing_child_fails_the_call_with_its_error(tmp_path):
-    from dgro_lib.launch import stream_command
+    from dgro_lib.runs.launch import stream_command
     import io
 
     buf = io.StringIO()
@@ -93,7 +93,7 @@ def test_num_processes_must_divide_the_rollout_batch():
 def test_batch_arithmetic_reaches_trl(tmp_path):
     """512 prompts x 5 over 8 processes, 4 updates per rollout batch, micro-batches of 4 rows (the DCPO authors'
     setting): TRL gets per-device 4, accumulation 20, 80 micro-batches per generation = 4 optimizer steps."""
-    from dgro_lib.experiment import grpo_config
+    from dgro_lib.runs.experiment import grpo_config
 
     cfg = ci_cfg(**{"train.prompts_per_step": 512, "train.num_generations": 5, "train.num_processes": 8,
                     "train.updates_per_rollout": 4, "train.micro_batch_size": 4})
@@ -155,7 +155,7 @@ def _launched(cfg, run):
 def test_training_arguments_exist_before_the_model_loads(tmp_path, monkeypatch):
     """ZeRO-3 partitions weights as they load only if the TrainingArguments (which register the DeepSpeed config)
     were built first; a model loaded before them is a full fp32 copy on every rank."""
-    import dgro_lib.training as training
+    import dgro_lib.runs.training as training
 
     order = []
     real_grpo_config = training.grpo_config
@@ -226,7 +226,7 @@ def test_the_engine_that_runs_is_the_one_asked_for():
     """accelerate falls back without an error (TRL's FSDP2 config on CPU processes runs them as independent single
     processes, no gradient exchange): the trainer refuses any engine but the one train.distributed names."""
     from dgro_lib.config import ConfigError, check_runnable_here
-    from dgro_lib.training import check_engine
+    from dgro_lib.runs.training import check_engine
 
     cfg = ci_cfg(**{"train.num_processes": 2})
     ddp, z3 = cfg, apply_overrides(cfg, {"train.distributed": "zero3", "train.cpu": True})

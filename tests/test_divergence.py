@@ -10,7 +10,7 @@ from transformers import TrainerCallback
 
 from dgro_lib import losses as L
 from dgro_lib.losses import aggregate, compute_advantages, dcpo_loss, dgro_loss, grpo_verl_loss, register_loss
-from dgro_lib.trainer import NonFiniteError
+from dgro_lib.rl.trainer import NonFiniteError
 
 from test_trainer import length_reward, make_trainer, tokenizer  # noqa: F401  (tokenizer is a fixture)
 
@@ -270,7 +270,7 @@ def test_run_training_stops_or_skips_per_train_skip_nonfinite(tmp_path, monkeypa
 
     import dataclasses
 
-    import dgro_lib.training as T
+    import dgro_lib.runs.training as T
     from dgro_lib.config import apply_overrides, find_params, load_config
     from dgro_lib.tasks import TASKS
 

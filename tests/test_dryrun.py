@@ -1,4 +1,4 @@
-"""`python -m dgro_lib.reproduce --profile paper --dry-run`: every paper config validates without a GPU."""
+"""`python -m dgro_lib.cli.reproduce --profile paper --dry-run`: every paper config validates without a GPU."""
 
 import io
 
@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.dryrun import KNOWN_ARCHITECTURES, Architecture, dry_run, estimate, resolve_architecture
-from dgro_lib.reproduce import main as reproduce_main
+from dgro_lib.cli.dryrun import KNOWN_ARCHITECTURES, Architecture, dry_run, estimate, resolve_architecture
+from dgro_lib.cli.reproduce import main as reproduce_main
 
 GiB = 1024 ** 3
 
@@ -43,7 +43,8 @@ def test_zero_stages_partition_what_they_should():
 
 
 def test_architecture_from_a_local_config_and_clear_errors(tmp_path):
-    from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model
+    from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer
+    from dgro_lib.miniature import build_tiny_model
 
     tok = build_embedded_tokenizer()
     build_tiny_model(EMBEDDED_PRESETS["ci"], tokenizer=tok).save_pretrained(tmp_path / "m")

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from dgro_lib import reproduce
+from dgro_lib.cli import reproduce
 from dgro_lib.data import kk
 from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, mcnemar, paired_improvement_table
 from dgro_lib.evaluate.accuracy import greedy_accuracy_by_people, sampled_success_by_people
-from dgro_lib.experiment import run_id_for
+from dgro_lib.runs.experiment import run_id_for
 
 
 def test_mcnemar_matches_a_loop_reference():
@@ -169,8 +169,8 @@ def test_evaluation_stops_at_every_eos_id_of_the_generation_config():
     the evaluation stopped only at the tokenizer's. A tiny model whose generation config adds, as an EOS id, a token
     it greedily emits mid-completion: the evaluation now ends there, not max_new_tokens later."""
     from dgro_lib.models import load_model
-    from dgro_lib.paths import REPO
-    from dgro_lib.sampling import eos_ids, sample
+    from dgro_lib.util.paths import REPO
+    from dgro_lib.models.sampling import eos_ids, sample
     from dgro_lib.tasks import get_task
 
     model, tok = load_model(REPO / "reference" / "bases" / "ci")

@@ -8,8 +8,8 @@ import pandas as pd
 from dgro_lib.config import apply_overrides, find_params, load_config
 import pytest
 
-from dgro_lib.experiment import _base_eval, config_diff, run_training
-from dgro_lib.runstore import run_key
+from dgro_lib.runs.experiment import _base_eval, config_diff, run_training
+from dgro_lib.runs.store import run_key
 
 
 def test_run_writes_outputs_and_resumes(tmp_path):
@@ -117,7 +117,7 @@ def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
     from dgro_lib.evaluate import evaluate_under_config as _evaluate
     from dgro_lib.evaluate import pass_at_k
     from dgro_lib.evaluate import protocol_for_config as _protocol
-    from dgro_lib.experiment import load_eval_records, resolve_model_path
+    from dgro_lib.runs.experiment import load_eval_records, resolve_model_path
     from dgro_lib.models import load_model
 
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
@@ -138,7 +138,7 @@ def test_eval_top_p_is_sampled_with_and_recorded(monkeypatch):
     from dgro_lib import models as M
     from dgro_lib.evaluate import evaluate_under_config as _evaluate
     from dgro_lib.evaluate import protocol_for_config as _protocol
-    from dgro_lib.experiment import load_eval_records, resolve_model_path
+    from dgro_lib.runs.experiment import load_eval_records, resolve_model_path
 
     seen = []
 
@@ -182,7 +182,7 @@ def test_lora_trains_only_the_adapters(tmp_path, monkeypatch):
     the adapters move, the frozen base weights do not."""
     import torch
 
-    from dgro_lib import trainer as T
+    from dgro_lib.rl import trainer as T
 
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")), {
         "train.max_steps": 3, "train.eval_every": 0, "sweep": {}, "train.learning_rate": 0.05,
@@ -197,7 +197,7 @@ def test_lora_trains_only_the_adapters(tmp_path, monkeypatch):
             seen["trainable"] = {n for n, p in self.model.named_parameters() if p.requires_grad}
             return out
 
-    monkeypatch.setattr("dgro_lib.training.DGROTrainer", Spy)  # where run_training looks it up
+    monkeypatch.setattr("dgro_lib.runs.training.DGROTrainer", Spy)  # where run_training looks it up
     run_training(cfg, 0, tmp_path / "run")
     assert seen["trainable"] and all("lora_" in n for n in seen["trainable"])
     moved = {n for n in seen["before"] if not torch.equal(seen["before"][n], seen["after"][n])}
@@ -219,7 +219,7 @@ def test_math_from_an_unreachable_hub_fails_with_the_data_set_named_and_the_way_
 
 
 def test_collect_results_reads_only_the_runs_of_the_current_sweep(tmp_path):
-    from dgro_lib.experiment import collect_results
+    from dgro_lib.runs.experiment import collect_results
 
     for name, key in (("scheme_m1_1-seed0", "aaa"), ("scheme_m2_2-seed0", "bbb")):  # the second: an older sweep's
         run = tmp_path / "store" / key
@@ -238,8 +238,8 @@ def test_collect_results_reads_only_the_runs_of_the_current_sweep(tmp_path):
 def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_makes_a_new_one(tmp_path, monkeypatch):
     """The run store: a run is named by what it computes, so a second experiment (another notebook, another sweep
     that contains the same point) reuses it; a change of one run-relevant field is another run."""
-    import dgro_lib.experiment as E
-    from dgro_lib.runstore import run_key
+    import dgro_lib.runs.experiment as E
+    from dgro_lib.runs.store import run_key
 
     trained = []
 
@@ -276,7 +276,7 @@ def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_make
 def test_evaluations_asked_of_run_experiment_are_computed_once_and_read_back_by_evaluate_runs(tmp_path, monkeypatch):
     """A second protocol given to run_experiment is computed by the worker right after its run (and for the base, as
     a job of the pool); evaluate_runs with the same arguments then finds every evaluation in the store."""
-    import dgro_lib.experiment as E
+    import dgro_lib.runs.experiment as E
 
     cfg = _tiny(**{"train.max_steps": 1, "train.eval_every": 0, "seeds": [0], "data.n_eval": 6})
     sampled = ({"temperature": 1.0, "n_samples": 2, "ks": [1, 2]}, 3)
@@ -305,7 +305,7 @@ def test_fig3_dgro_arms_are_fig1_runs(profile):
     """The shared run store's promise for DGRO Fig. 3: its DGRO arms have the configs of Fig. 1's runs of the same
     reward range and seed, so they are trained once."""
     from dgro_lib.config import expand_sweep
-    from dgro_lib.runstore import run_key
+    from dgro_lib.runs.store import run_key
 
     fig1, fig3 = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "dgro_fig3_methods"))
     keys1 = {(c.reward.scheme, s): run_key(c, s) for _, s, c in expand_sweep(fig1)}
@@ -321,7 +321,7 @@ def test_table2_runs_are_fig1_runs(profile):
     """DGRO Table 2 evaluates Fig. 1's runs: every run it asks for has the key of Fig. 1's run of the same reward
     range and seed (so it is trained once), and its extra evaluations change the held-out set, not the runs."""
     from dgro_lib.config import expand_sweep
-    from dgro_lib.runstore import run_key
+    from dgro_lib.runs.store import run_key
 
     fig1, table2 = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "dgro_table2_kk"))
     keys1 = {(c.reward.scheme, s): run_key(c, s) for _, s, c in expand_sweep(fig1)}
@@ -336,7 +336,7 @@ def test_fig1_beta2_part_shares_fig2_runs(profile):
 
     The two notebooks may list different seeds (Fig. 1's arms are powered first); every seed both list is one run."""
     from dgro_lib.config import expand_sweep
-    from dgro_lib.runstore import run_key
+    from dgro_lib.runs.store import run_key
 
     fig2, fig1b = (load_config(find_params(n, profile)) for n in ("dgro_fig2_beta", "dgro_fig1_beta2_acting"))
     assert fig1b.train.updates_per_rollout * fig1b.train.num_iterations >= 2  # beta2 acts

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from dgro_lib import losses as L
-from dgro_lib.logprobs import chunked_logprobs, naive_logprobs
+from dgro_lib.models.logprobs import chunked_logprobs, naive_logprobs
 
 torch.set_num_threads(1)
 

@@ -10,7 +10,7 @@ import pytest
 
 from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
 from dgro_lib.data import math as math_data
-from dgro_lib.data.math_worked import _GENERATORS, WORKED_KINDS, is_reserved, worked_examples
+from dgro_lib.data.math.worked import _GENERATORS, WORKED_KINDS, is_reserved, worked_examples
 from dgro_lib.rewards import math_is_correct
 
 _PROBLEM = {
@@ -62,7 +62,7 @@ def test_worked_traces_are_true_and_end_in_the_answer():
 
 
 def test_column_traces_match_the_documented_examples():
-    from dgro_lib.data.math_worked import _column_add, _column_mul
+    from dgro_lib.data.math.worked import _column_add, _column_mul
 
     assert _column_add(478, 356) == (["8 + 6 = 14", "7 + 5 + 1 = 13", "4 + 3 + 1 = 8"], 834)
     assert _column_add(978, 56) == (["8 + 6 = 14", "7 + 5 + 1 = 13", "9 + 1 = 10"], 1034)
@@ -88,7 +88,7 @@ def _mul_carries(trace: str) -> tuple[int, int]:
 
 
 def test_carry_slips_leave_carries_out_at_the_rate_and_keep_the_trace_consistent():
-    from dgro_lib.data.math_worked import _column_add, _column_mul, trace_answer
+    from dgro_lib.data.math.worked import _column_add, _column_mul, trace_answer
 
     # one slip by hand: the carry of 8 + 6 left out of the second column, the rest follows the slipped clause
     assert _column_add(478, 356, drop=iter([True, False]).__next__) == (["8 + 6 = 14", "7 + 5 = 12",
@@ -119,9 +119,9 @@ def test_carry_slips_leave_carries_out_at_the_rate_and_keep_the_trace_consistent
 def test_math_slip_warm_up_boxes_the_answer_its_trace_reaches():
     import dataclasses
 
-    from dgro_lib.data.math_worked import trace_answer
+    from dgro_lib.data.math.worked import trace_answer
     from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
-    from dgro_lib.models.supervised import _math_corpus
+    from dgro_lib.miniature.supervised import _math_corpus
 
     cfg = dataclasses.replace(EMBEDDED_PRESETS["math_ci"], n_puzzles=200, slip_rate=0.5)
     corpus = _math_corpus(cfg)
@@ -200,7 +200,7 @@ def _math_cfg(**overrides):
 
 
 def test_experiment_math_kinds_and_the_presets_task_are_checked():
-    from dgro_lib.inputs import load_eval_records
+    from dgro_lib.runs.inputs import load_eval_records
 
     cfg = _math_cfg(**{"data.math_kinds": ["add", "linear"], "data.n_eval": 6})
     assert [r["source"] for r in load_eval_records(cfg)] == ["synthetic/add", "synthetic/linear"] * 3
@@ -219,7 +219,9 @@ def test_math_warm_up_builds_a_model_on_the_math_tokenizer(tmp_path):
     import dataclasses
     import json
 
-    from dgro_lib.models import EMBEDDED_PRESETS, get_embedded_base_model, load_model
+    from dgro_lib.models import EMBEDDED_PRESETS, load_model
+
+    from dgro_lib.miniature import get_embedded_base_model
 
     cfg = dataclasses.replace(EMBEDDED_PRESETS["math_ci"], max_steps=8, eval_puzzles=8, time_budget_min=None)
     path = get_embedded_base_model(cfg, tmp_path, progress=False)
@@ -238,7 +240,7 @@ def test_math_warm_up_builds_a_model_on_the_math_tokenizer(tmp_path):
 def test_math_benchmark_table_against_a_hand_count():
     import pandas as pd
 
-    from dgro_lib.math_analysis import math_benchmark_table, math_benchmark_wide
+    from dgro_lib.analysis.math import math_benchmark_table, math_benchmark_wide
     from dgro_lib.papers.dgro_table3_math import claims
 
     sources = ["synthetic/add", "synthetic/add", "synthetic/mul", "synthetic/mul", "synthetic/mul"]
@@ -268,7 +270,7 @@ def test_entropy_trend_reads_rises_falls_and_noise():
     import numpy as np
     import pandas as pd
 
-    from dgro_lib.math_analysis import entropy_trend
+    from dgro_lib.analysis.math import entropy_trend
     from dgro_lib.papers.dgro_fig4_math_entropy import PAPER, claims
     from dgro_lib.report.verdict import judge
 
@@ -293,7 +295,7 @@ def test_entropy_trend_reads_rises_falls_and_noise():
 def test_fig4_reads_the_runs_of_table3_at_every_profile():
     """The Fig. 4 params repeat Table 3's run configuration, so the shared store trains those runs once."""
     from dgro_lib.config import expand_sweep
-    from dgro_lib.runstore import run_key
+    from dgro_lib.runs.store import run_key
 
     for profile in ("ci", "cpu"):
         keys = [sorted(run_key(c, seed) for _, seed, c in expand_sweep(load_config(find_params(name, profile))))
@@ -304,8 +306,8 @@ def test_fig4_reads_the_runs_of_table3_at_every_profile():
 def test_train_optim_reaches_trl_only_when_set(tmp_path):
     from transformers import TrainingArguments
 
-    from dgro_lib.runstore import run_key
-    from dgro_lib.training import grpo_config
+    from dgro_lib.runs.store import run_key
+    from dgro_lib.runs.training import grpo_config
 
     cfg = _math_cfg()
     default = TrainingArguments.__dataclass_fields__["optim"].default
@@ -320,9 +322,10 @@ def test_train_optim_reaches_trl_only_when_set(tmp_path):
 def test_carry_decisions_and_the_models_carry_probabilities_against_a_loop():
     import torch
 
-    from dgro_lib.data.math_worked import carry_decisions
-    from dgro_lib.math_analysis import carry_probabilities
-    from dgro_lib.models import EMBEDDED_PRESETS, build_tiny_model
+    from dgro_lib.data.math.worked import carry_decisions
+    from dgro_lib.analysis.math import carry_probabilities
+    from dgro_lib.models import EMBEDDED_PRESETS
+    from dgro_lib.miniature import build_tiny_model
     from dgro_lib.models.tokenizer import build_math_tokenizer
 
     assert carry_decisions("Compute $ 478 + 356 $.") == ["8 + 6 = 14 , 7 + 5", "8 + 6 = 14 , 7 + 5 + 1 = 13 , 4 + 3"]
@@ -383,8 +386,9 @@ def test_table3_sampled_claims_against_a_direct_computation():
 def test_carry_table_summarises_carry_probabilities_per_benchmark(tmp_path):
     import torch
 
-    from dgro_lib.math_analysis import carry_probabilities, carry_table
-    from dgro_lib.models import EMBEDDED_PRESETS, build_tiny_model
+    from dgro_lib.analysis.math import carry_probabilities, carry_table
+    from dgro_lib.models import EMBEDDED_PRESETS
+    from dgro_lib.miniature import build_tiny_model
     from dgro_lib.models.tokenizer import build_math_tokenizer
 
     tok = build_math_tokenizer()
@@ -410,7 +414,7 @@ def test_carry_table_skips_a_real_models_tokenizer_without_loading_its_weights(t
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config
 
-    from dgro_lib.math_analysis import carry_table, has_carry_tokens
+    from dgro_lib.analysis.math import carry_table, has_carry_tokens
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -11,7 +11,7 @@ import pytest
 
 from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
 from dgro_lib.data import kk
-from dgro_lib.data.trace import header_words
+from dgro_lib.data.kk.trace import header_words
 
 
 # --- positional names and the formal prompt --------------------------------------------------------------------
@@ -54,7 +54,7 @@ def test_embedded_surface_fields_are_checked_and_default_configs_keep_their_hash
 
 def test_warmup_examples_use_the_presets_surface():
     from dgro_lib.models import EMBEDDED_PRESETS
-    from dgro_lib.models.supervised import heldout_records, warmup_records
+    from dgro_lib.miniature.supervised import heldout_records, warmup_records
 
     cfg = apply_overrides_embedded(EMBEDDED_PRESETS["mini_stage1"], n_puzzles=40)
     recs = warmup_records(cfg)
@@ -65,8 +65,9 @@ def test_warmup_examples_use_the_presets_surface():
 
 
 def test_own_vocabulary_covers_the_presets_prompts_and_is_shared_by_its_stages(tmp_path, monkeypatch):
-    import dgro_lib.models.embedded as emb
-    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig, embedded_tokenizer, get_embedded_base_model
+    import dgro_lib.miniature.build as emb
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+    from dgro_lib.miniature import embedded_tokenizer, get_embedded_base_model
 
     with pytest.raises(ValueError, match="vocabulary"):
         EmbeddedModelConfig(vocabulary="tiny")
@@ -143,7 +144,7 @@ def test_paired_fraction_table_matches_a_loop_reference():
 
 def _finished_run(store, cfg, seed, seconds, *, final=True):
     from dgro_lib.config import config_to_dict
-    from dgro_lib.runstore import run_key
+    from dgro_lib.runs.store import run_key
 
     run = store / run_key(cfg, seed)
     run.mkdir(parents=True)
@@ -156,7 +157,7 @@ def _finished_run(store, cfg, seed, seconds, *, final=True):
 
 def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_own_runs(tmp_path):
     from dgro_lib.config import expand_sweep
-    from dgro_lib.estimate import DEFAULT_SECONDS_PER_TOKEN, plan_profile
+    from dgro_lib.cli.estimate import DEFAULT_SECONDS_PER_TOKEN, plan_profile
 
     cfg = load_config(find_params("dgro_fig1_reward_variance", "ci"))
     runs = expand_sweep(cfg)
@@ -183,7 +184,7 @@ def test_plan_counts_finished_runs_as_free_and_times_the_rest_from_the_stores_ow
 def test_plan_charges_rollout_batches_not_optimizer_steps(tmp_path, monkeypatch):
     """Splitting each rollout batch into 2 updates doubles the optimizer steps, not the rollouts: such a run's
     measured rate is per rollout batch, and its estimate equals the one-update run's with the same rollouts."""
-    from dgro_lib import estimate
+    from dgro_lib.cli import estimate
 
     one, two = (apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
                                 {"sweep": {}, "seeds": [0], "train.max_steps": 4 * u, "train.updates_per_rollout": u})
@@ -219,7 +220,7 @@ def _race(target, args_list):
 
 
 def test_two_processes_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
-    import dgro_lib.experiment as E
+    import dgro_lib.runs.experiment as E
 
     marks = tmp_path / "trained"
     marks.mkdir()
@@ -242,7 +243,7 @@ def test_two_processes_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
 
 
 def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monkeypatch):
-    import dgro_lib.models.embedded as emb
+    import dgro_lib.miniature.build as emb
 
     marks = tmp_path / "built"
     marks.mkdir()
@@ -261,8 +262,8 @@ def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monke
 
 
 def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
-    from dgro_lib.dryrun import dry_run
-    from dgro_lib.paths import PARAMS
+    from dgro_lib.cli.dryrun import dry_run
+    from dgro_lib.util.paths import PARAMS
 
     rows = dry_run("gpu", out=open("/dev/null", "w"))
     assert rows

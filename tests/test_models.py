@@ -1,4 +1,4 @@
-"""dgro_lib.models and dgro_lib.data.trace: tokenizer, traces, KV-cache sampler, cache, loading, LoRA.
+"""dgro_lib.models and dgro_lib.data.kk.trace: tokenizer, traces, KV-cache sampler, cache, loading, LoRA.
 
 Fast (tiny random models, a few seconds each); run with OMP_NUM_THREADS=1.
 """
@@ -13,11 +13,13 @@ from typing import Sequence
 import pytest
 import torch
 
+from dgro_lib import miniature
 from dgro_lib import models as M
-from dgro_lib import sampling as S
+from dgro_lib.miniature import supervised as warmup_module
+from dgro_lib.models import sampling as S
 from dgro_lib.evaluate import accuracy as A
 from dgro_lib.data import kk
-from dgro_lib.data.trace import build_trace, completion_text, header_words, reasoning_trace
+from dgro_lib.data.kk.trace import build_trace, completion_text, header_words, reasoning_trace
 from dgro_lib.tasks import get_task
 
 torch.set_num_threads(1)
@@ -58,7 +60,7 @@ def tok():
 
 @pytest.fixture(scope="module")
 def tiny_model(tok):
-    model = M.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64),
+    model = miniature.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64),
                                tokenizer=tok)
     # At the default init the tied embeddings make greedy decoding repeat one token forever; larger
     # weights give varied outputs (and well-separated logits), so rows can stop at different steps.
@@ -177,7 +179,7 @@ def test_trace_headers():
 def test_statement_drill(tok):
     rng = random.Random(3)
     for _ in range(50):
-        text = M.statement_drill_text(rng)
+        text = miniature.statement_drill_text(rng)
         assert tok.unk_token_id not in tok(text, add_special_tokens=False)["input_ids"]
         words = text.replace('"', " ").replace(",", " ").replace(".", " . ").split()
         first = next(i for i, w in enumerate(words) if w == "says")
@@ -189,7 +191,7 @@ def test_statement_drill(tok):
                    for i, w in enumerate(header[:-1]) if w in kk.NAMES and header[i + 1] != "says"]
         assert said == claimed and said
         assert 2 <= header.count("says") <= 3
-    assert ". people (1) " in M.statement_drill_text(random.Random(0), style="explicit")  # legend, then labels
+    assert ". people (1) " in miniature.statement_drill_text(random.Random(0), style="explicit")  # legend, then labels
 
 
 def test_trace_length_three_people():
@@ -271,6 +273,30 @@ def test_sampler_drops_finished_rows_correctly(tiny_model, tok, prompts):
     assert rep == [row for row in batched[:3] for _ in range(3)]
 
 
+@pytest.mark.parametrize("compact_at", [0.125, 0.5, 1.0])
+def test_finished_rows_leave_the_batch_late_with_the_same_tokens(tiny_model, tok, prompts, monkeypatch, compact_at):
+    """Finished rows wait in the batch until they are ``COMPACT_AT`` of it: every completion is the one the sampler
+    gives when each finished row leaves at once (0), greedy and seeded at T = 1 (the live rows alone reach the
+    multinomial, so the random stream is the same), and each greedy row is the one it gives alone."""
+    eos = _eos_with_spread(tiny_model, tok, prompts)
+
+    def runs():
+        return (M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=30, eos_token_id=eos),
+                M.sample(tiny_model, tok, prompts[:3], n=4, seed=5, temperature=1.0, max_new_tokens=30,
+                         eos_token_id=eos),
+                M.sample(tiny_model, tok, prompts[:3], n=4, seed=6, temperature=1.3, top_p=0.9, max_new_tokens=30,
+                         eos_token_id=eos))
+
+    monkeypatch.setattr(S, "COMPACT_AT", 0.0)
+    at_once = runs()
+    monkeypatch.setattr(S, "COMPACT_AT", compact_at)
+    late = runs()
+    assert late == at_once
+    assert len({len(r) for r in at_once[0]}) >= 3 and len({len(r) for r in at_once[1]}) >= 2  # rows ended apart
+    for p, row in zip(prompts, late[0]):
+        assert row == M.sample(tiny_model, tok, [p], greedy=True, max_new_tokens=30, eos_token_id=eos)[0]
+
+
 def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, prompts, monkeypatch):
     """The sampler's in-place cache (spare capacity, doubled when full, rows dropped as they finish) gives the
     tokens transformers' DynamicCache gives, greedy and seeded, across several capacity doublings."""
@@ -290,7 +316,7 @@ def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, p
     ours = runs()
     cache = S._sampler_cache(tiny_model.config)
     assert {type(layer).__name__ for layer in cache.layers} == {"GrowingKVLayer"}
-    monkeypatch.setattr("dgro_lib.sampling._sampler_cache", lambda config: DynamicCache(config=config))
+    monkeypatch.setattr("dgro_lib.models.sampling._sampler_cache", lambda config: DynamicCache(config=config))
     ref = runs()
     assert ours == ref
     assert len({len(r) for r in ref[0] + ref[1]}) >= 3  # rows finished at different steps (dropped from the cache)
@@ -407,7 +433,7 @@ def test_top_p_one_samples_exactly_what_plain_sampling_samples(tiny_model, tok, 
         return multinomial(probs, *a, **kw)
 
     monkeypatch.setattr(torch, "multinomial", recording_multinomial)
-    monkeypatch.setattr("dgro_lib.sampling._top_p_probs", lambda *a: pytest.fail("top_p 1.0 must not filter"))
+    monkeypatch.setattr("dgro_lib.models.sampling._top_p_probs", lambda *a: pytest.fail("top_p 1.0 must not filter"))
     assert M.sample(rec, tok, prompts, top_p=1.0, **kw) == plain
     assert len(drawn) == len(rec.seen)
     for logits, probs in zip(rec.seen, drawn):
@@ -491,19 +517,19 @@ def test_local_checker():
 # ------------------------------------------------------------------ cache, loading, LoRA
 
 def test_embedded_cache_returns_same_path_without_rebuilding(tmp_path, monkeypatch):
-    path = M.get_embedded_base_model(TINY, cache_dir=tmp_path, progress=False)
+    path = miniature.get_embedded_base_model(TINY, cache_dir=tmp_path, progress=False)
     assert path.name == f"llama-{M.config_hash(TINY)}" and (path / "embedded.json").exists()
     assert not list(tmp_path.glob(".*tmp-*"))  # the temporary build directory was renamed away
 
     def boom(*a, **k):
         raise AssertionError("rebuilt a cached model")
 
-    monkeypatch.setattr("dgro_lib.models.embedded.warmup", boom)
-    assert M.get_embedded_base_model(TINY, cache_dir=tmp_path) == path
+    monkeypatch.setattr("dgro_lib.miniature.build.warmup", boom)
+    assert miniature.get_embedded_base_model(TINY, cache_dir=tmp_path) == path
     other = M.EmbeddedModelConfig(**{**TINY.to_dict(), "people": (2,), "mix": (1.0,), "seed": 4})
     assert M.config_hash(other) != M.config_hash(TINY)
     with pytest.raises(AssertionError, match="rebuilt"):
-        M.get_embedded_base_model(other, cache_dir=tmp_path)
+        miniature.get_embedded_base_model(other, cache_dir=tmp_path)
     assert not (tmp_path / f"llama-{M.config_hash(other)}").exists()  # a failed build leaves nothing
 
     from transformers import AutoTokenizer
@@ -520,7 +546,7 @@ def test_embedded_cache_returns_same_path_without_rebuilding(tmp_path, monkeypat
 
 def test_qwen2_embedded_dir_loads_word_level_tokenizer(tmp_path):
     cfg = M.EmbeddedModelConfig(**{**TINY.to_dict(), "arch": "qwen2"})
-    path = M.get_embedded_base_model(cfg, cache_dir=tmp_path, progress=False)
+    path = miniature.get_embedded_base_model(cfg, cache_dir=tmp_path, progress=False)
     model, tok = M.load_model(path)
     assert type(model).__name__ == "Qwen2ForCausalLM"
     text = kk.format_prompt(kk.generate(2, 1, seed=2)[0])
@@ -533,7 +559,7 @@ def test_presets_exist():
 
 
 def test_lora_wrap_trains(tmp_path, tok):
-    model = M.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64,
+    model = miniature.build_tiny_model(M.EmbeddedModelConfig(hidden=32, layers=2, heads=4, kv_heads=2, intermediate=64,
                                                      arch="llama"), tokenizer=tok)
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
@@ -577,7 +603,7 @@ def test_load_model_missing_path_names_it(tmp_path):
 def test_copy_drill_is_a_numbered_list_and_its_legend(tok):
     rng = random.Random(0)
     for _ in range(50):
-        text = M.copy_drill_text(rng)
+        text = miniature.copy_drill_text(rng)
         m = re.fullmatch(r"You meet (\d) inhabitants: (.*)\. people (.*) \.", text)
         assert m, text
         k, listed, legend = int(m.group(1)), m.group(2), m.group(3)
@@ -594,9 +620,9 @@ def test_warmup_with_prompt_loss_drills_and_name_weight_runs(tok):
 
     cfg = dataclasses.replace(TINY, trace_style="explicit", prompt_loss=True, copy_drill_every=2, copy_drill_batch=4,
                               name_loss_weight=4.0, max_steps=4)
-    model = M.build_tiny_model(cfg, tokenizer=tok)
+    model = miniature.build_tiny_model(cfg, tokenizer=tok)
     before = [p.detach().clone() for p in model.parameters()]
-    stats = M.warmup(model, tok, cfg, progress=False)
+    stats = miniature.warmup(model, tok, cfg, progress=False)
     assert stats["steps"] == 4 and all(map(lambda c: c[1] == c[1], stats["loss_curve"]))
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert M.config_hash(cfg) != M.config_hash(TINY)
@@ -609,7 +635,7 @@ def test_named_warmup_with_statement_drills(tok):
                               max_steps=4)
     assert "statement_drills" in cfg.to_dict() and "statement_drills" not in TINY.to_dict()  # old hashes kept
     assert M.config_hash(cfg) != M.config_hash(dataclasses.replace(cfg, statement_drills=0.0))
-    stats = M.warmup(M.build_tiny_model(cfg, tokenizer=tok), tok, cfg, progress=False)
+    stats = miniature.warmup(miniature.build_tiny_model(cfg, tokenizer=tok), tok, cfg, progress=False)
     assert stats["steps"] == 4
     with pytest.raises(ValueError, match="statement_drills"):
         dataclasses.replace(cfg, statement_drills=2.0)
@@ -620,7 +646,7 @@ def test_named_warmup_with_statement_drills(tok):
             return type("Out", (), {"loss": torch.zeros(())})()
 
     rec = Recorder()
-    M._drill_step(rec, tok, random.Random(0), 6, tok.pad_token_id, statement_fraction=0.5, style="named")
+    warmup_module._drill_step(rec, tok, random.Random(0), 6, tok.pad_token_id, statement_fraction=0.5, style="named")
     statement = [r for r in rec.rows if " says " in r]
     assert len(statement) == 3 and all("people" in r for r in rec.rows if r not in statement)
 
@@ -632,7 +658,9 @@ def test_continued_warmup_starts_from_the_parent_preset(tmp_path):
 
     import torch
 
-    from dgro_lib.models import EMBEDDED_PRESETS, config_hash, get_embedded_base_model, load_model
+    from dgro_lib.models import EMBEDDED_PRESETS, config_hash, load_model
+
+    from dgro_lib.miniature import get_embedded_base_model
 
     ci = EMBEDDED_PRESETS["ci"]
     stage2 = dataclasses.replace(ci, continue_from="ci", max_steps=3, seed=1, time_budget_min=None)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from dgro_lib.numerics import NATIVE_ENV, PORTABLE_ENV, _cpu_has_avx2
+from dgro_lib.util.numerics import NATIVE_ENV, PORTABLE_ENV, _cpu_has_avx2
 
 pytestmark = pytest.mark.skipif(not _cpu_has_avx2(), reason="the CPU has no AVX2: dgro_lib leaves the kernels alone")
 
@@ -36,7 +36,7 @@ def test_the_users_own_choice_wins():
 
 
 def test_a_manifest_records_the_kernels(tmp_path):
-    from dgro_lib.manifest import machine_info
+    from dgro_lib.util.manifest import machine_info
 
     info = machine_info()["cpu_numerics"]
     assert set(info) == {"torch_cpu_capability", *PORTABLE_ENV}

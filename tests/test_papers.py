@@ -50,7 +50,7 @@ def test_fig1_claims_order_and_estimates(tmp_path):
 
 
 def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
-    from dgro_lib.analysis import point_labels
+    from dgro_lib.analysis.probes import point_labels
     from dgro_lib.papers.dgro_fig2_beta import claims
 
     keys = ["loss.kwargs.beta1", "loss.kwargs.beta2"]

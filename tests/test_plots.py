@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgro_lib.experiment import ExperimentResult
-from dgro_lib.plots import learning_curves
+from dgro_lib.runs.experiment import ExperimentResult
+from dgro_lib.analysis.plots import learning_curves
 
 
 def test_heldout_curve_uses_the_periodic_subset_at_step_0_and_at_the_end():
@@ -39,7 +39,7 @@ def _curves():
 
 
 def test_learning_curves_figure_small_multiples_seed_lines_baseline_and_order():
-    from dgro_lib.plots import learning_curves_figure
+    from dgro_lib.analysis.plots import learning_curves_figure
 
     curves = _curves()
     curves.attrs.update(smooth_window=3, final_puzzles=1200)
@@ -68,7 +68,7 @@ def test_learning_curves_figure_small_multiples_seed_lines_baseline_and_order():
 
 
 def test_success_rate_histogram_counts_every_puzzle():
-    from dgro_lib.plots import success_rate_histogram
+    from dgro_lib.analysis.plots import success_rate_histogram
 
     rates = pd.DataFrame({"people": [2, 2, 2, 3, 3], "success_rate": [0.0, 0.5, 1.0, 0.0, 0.0]})
     fig = success_rate_histogram(rates, samples_per_prompt=2)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dgro_lib.preflight import Machine, needs_gpu, pinned_versions, preflight, profile_configs
+from dgro_lib.cli.preflight import Machine, needs_gpu, pinned_versions, preflight, profile_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 PINS = {"torch": "2.13.0", "vllm": "0.31.0", "deepspeed": "0.19.8"}
@@ -77,7 +77,7 @@ def test_reproduce_stops_a_gpu_profile_before_any_notebook(capsys, monkeypatch):
     """On this CPU machine `reproduce --profile gpu` exits 1 naming the CPU build, and runs no notebook."""
     import torch
 
-    from dgro_lib import reproduce
+    from dgro_lib.cli import reproduce
 
     if torch.version.cuda is not None and torch.cuda.is_available():
         pytest.skip("a GPU machine: the preflight passes here")
@@ -133,8 +133,8 @@ def test_every_notebook_has_gpu_params_that_are_the_cpu_recipe_on_a_gpu():
     """The gpu profile covers every notebook, and each file is the cpu profile's experiment on a GPU: only the seeds,
     the parallel workers and the GPU keys differ, and every training file refuses to start without CUDA."""
     from dgro_lib.config import config_to_dict, find_params, load_config
-    from dgro_lib.reproduce import list_notebooks
-    from dgro_lib.runstore import config_diff
+    from dgro_lib.cli.reproduce import list_notebooks
+    from dgro_lib.runs.store import config_diff
 
     gpu_only = {"seeds", "workers", "train.cpu", "train.require_gpu", "train.gpu_memory_gb"}
     for name in list_notebooks():

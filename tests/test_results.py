@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from dgro_lib import results
+from dgro_lib.cli import results
 
 REFERENCE = results.REPO / "reference" / "cpu"
 

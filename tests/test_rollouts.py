@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dgro_lib.losses import ExtraRollouts, loss_extra_rollouts
-from dgro_lib.rollouts import allocate_extra_rows, merge_rollouts, select_extra_rows
+from dgro_lib.rl.rollouts import allocate_extra_rows, merge_rollouts, select_extra_rows
 
 PAD = 0
 

@@ -1,117 +1,204 @@
-"""The package's shape: the tree in docs/architecture.md names every module, no module is over 700 lines, and the
-imports between dgro_lib's top-level units (a module, or a package taken whole) form no cycle."""
+"""The package's shape: packages in floors, each importing only from floors below it; no import cycle between any
+two modules (call-time and ``TYPE_CHECKING`` imports included); ``report/`` free of torch; no module over 700 lines;
+the tree in docs/architecture.md names every module."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "dgro_lib"
 DOC = PKG.parent / "docs" / "architecture.md"
-MODULES = sorted(p for p in PKG.rglob("*.py") if p.name != "__init__.py")
+FILES = sorted(PKG.rglob("*.py"))
+MODULES = [p for p in FILES if p.name != "__init__.py"]
+
+# Lowest first. A package (or top-level module) imports only from its own package and from lower floors; the
+# packages on one floor import nothing of each other. docs/architecture.md draws the same list.
+FLOORS = [
+    ["util"],
+    ["losses", "rewards", "report"],
+    ["data"],
+    ["models"],
+    ["config", "rl"],
+    ["tasks"],
+    ["evaluate"],
+    ["miniature"],
+    ["runs"],
+    ["analysis"],
+    ["papers"],
+    ["cli"],
+]
+LEVEL = {unit: i for i, floor in enumerate(FLOORS) for unit in floor}
+TORCH = ("torch", "transformers", "trl", "accelerate", "peft", "vllm", "deepspeed", "safetensors")
 
 
-def _unit(module: str) -> str:
-    """dgro_lib.losses.dcpo -> losses (a package is one unit); dgro_lib.config -> config."""
-    return module.split(".")[1]
+def module_name(path: Path) -> str:
+    """dgro_lib/data/kk/__init__.py -> dgro_lib.data.kk; dgro_lib/tasks.py -> dgro_lib.tasks."""
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Top-level dgro_lib units this file imports (module level or inside functions; not annotation-only imports)."""
-    rel = path.relative_to(PKG.parent).with_suffix("")
-    parts = list(rel.parts)
-    here = parts[:-1]  # the package this file is in
-    out = set()
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):  # imports under `if TYPE_CHECKING:` never run (annotations only): not an edge
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
-            node.body = []
-    for node in ast.walk(tree):
+def _is_module(name: str) -> bool:
+    p = PKG.parent / Path(*name.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def imports(path: Path) -> tuple[set[str], set[str]]:
+    """(dgro_lib modules, other top-level distributions) this file imports: at module level, inside functions and
+    under ``if TYPE_CHECKING:`` alike, since each is an arrow of the design. ``from pkg import name`` counts
+    ``pkg.name`` when that is a module, else ``pkg`` (its face, ``__init__``)."""
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    ours, theirs = set(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[: len(here) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-                names = [name] if node.module else [f"{name}.{a.name}" for a in node.names]
-            else:
-                names = [node.module or ""]
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                ours.add(sub if _is_module(sub) else base)
         elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            continue
-        out |= {_unit(n) for n in names if n.startswith("dgro_lib.") and n.count(".") >= 1}
+            ours |= {a.name for a in node.names}
+    theirs = {m.split(".")[0] for m in ours if not m.startswith("dgro_lib")}
+    return {m for m in ours if m == "dgro_lib" or m.startswith("dgro_lib.")}, theirs
+
+
+GRAPH = {module_name(p): imports(p)[0] - {module_name(p)} for p in FILES}
+
+
+def unit(module: str) -> str:
+    """dgro_lib.losses.dcpo -> losses; dgro_lib.tasks -> tasks; dgro_lib -> '' (the root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """The first cycle a depth-first search meets, as a path, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(u):
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if state.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if state.get(v) is None and (found := visit(v)):
+                return found
+        stack.pop()
+        state[u] = 2
+        return None
+
+    for u in sorted(graph):
+        if state.get(u) is None and (found := visit(u)):
+            return found
+    return None
+
+
+def floor_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every arrow from one package to another on its own floor or above it. The root (``dgro_lib/__init__``: the
+    version and the portable-numerics switch) imports util only, and any package may read it."""
+    bad = []
+    for src, deps in graph.items():
+        for dst in deps:
+            a, b = unit(src), unit(dst)
+            if a == b:
+                continue
+            if (a == "" and b == "util") or b == "":
+                continue
+            if a == "" or LEVEL[b] >= LEVEL[a]:
+                bad.append(f"{src} -> {dst} (floor {LEVEL.get(a, '?')} -> {LEVEL.get(b, '?')})")
+    return sorted(bad)
+
+
+def test_every_package_has_a_floor():
+    units = {unit(m) for m in GRAPH} - {""}
+    assert units == set(LEVEL), (units - set(LEVEL), set(LEVEL) - units)
+
+
+def test_no_import_cycle_between_modules():
+    assert "dgro_lib.data.kk.trace" in GRAPH["dgro_lib.data.kk"]  # the parser sees call-time arrows at all
+    assert "dgro_lib.config.schema" in GRAPH["dgro_lib.config.checks"]  # and TYPE_CHECKING ones
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_imports_follow_the_floors():
+    bad = floor_violations(GRAPH)
+    assert not bad, "imports against the floor order:\n" + "\n".join(bad)
+
+
+def test_the_checks_catch_a_cycle_and_an_arrow_upward():
+    """The two graph checks above on graphs made to fail: a cycle inside one package, and a low floor reaching up."""
+    assert find_cycle({"dgro_lib.data.a": {"dgro_lib.data.b"}, "dgro_lib.data.b": {"dgro_lib.data.a"}}) == [
+        "dgro_lib.data.a", "dgro_lib.data.b", "dgro_lib.data.a"]
+    assert find_cycle({"dgro_lib.data.a": {"dgro_lib.data.b"}, "dgro_lib.data.b": set()}) is None
+    assert floor_violations({"dgro_lib.models.x": {"dgro_lib.runs.y"}}) == [
+        "dgro_lib.models.x -> dgro_lib.runs.y (floor 3 -> 8)"]
+    assert floor_violations({"dgro_lib.config.x": {"dgro_lib.rl.y"}})  # one floor: no arrow either way
+
+
+def test_the_sweep_is_imported_by_commands_only():
+    """runs.experiment (a whole notebook's sweep) is the top of the run floor: below the commands and the
+    notebooks, nothing imports it."""
+    users = {m for m, deps in GRAPH.items() if "dgro_lib.runs.experiment" in deps}
+    assert users and all(unit(m) == "cli" for m in users), users
+
+
+def test_report_imports_no_torch():
+    """The verdict machinery reads CSVs: it imports neither torch nor any package built on it, directly or
+    through the modules it imports, and importing it loads no torch."""
+    seen, todo = set(), [m for m in GRAPH if unit(m) == "report"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += GRAPH.get(m, ())
+    paths = {module_name(p): p for p in FILES}
+    heavy = {m: sorted(set(imports(paths[m])[1]) & set(TORCH)) for m in seen}
+    assert not any(heavy.values()), heavy
+    code = ("import sys, dgro_lib.report.claims, dgro_lib.report.verdict, dgro_lib.report.inference; "
+            f"print(sorted(set(sys.modules) & {set(TORCH)!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
+
+
+def tree_paths(text: str) -> set[str]:
+    """The module paths the page's ``dgro_lib/`` tree names: each ``├── name`` entry at its depth, and the ``x.py``
+    files a folder's line (and the lines continuing it) lists inline."""
+    import re
+
+    block = text[text.index("```\ndgro_lib/"):]
+    block = block[: block.index("```", 4)]
+    dirs: list[str] = []  # the folder at each depth
+    context: list[str] = []  # the folder the inline names of the current line belong to
+    out = set()
+    for line in block.splitlines()[2:]:
+        entry = re.search(r"[├└]── (\S+)", line)
+        names = re.findall(r"\b([\w]+\.py)\b", line)
+        if entry:
+            depth = entry.start() // 4
+            name = entry.group(1).rstrip(",")
+            dirs = dirs[:depth]
+            if name.endswith("/"):
+                dirs.append(name.rstrip("/"))
+                context = dirs[:]
+            else:
+                context = dirs[:]
+        out |= {"/".join(context + [n]) for n in names}
     return out
 
 
-def _assert_acyclic(graph: dict[str, set[str]]) -> None:
-    """Depth-first search; the first cycle found fails with its path."""
-    state: dict[str, int] = {}
-
-    def visit(u, stack):
-        if state.get(u) == 1:
-            raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(u):] + [u])}")
-        if state.get(u) == 2:
-            return
-        state[u] = 1
-        for v in sorted(graph.get(u, ())):
-            visit(v, stack + [u])
-        state[u] = 2
-
-    for u in sorted(graph):
-        visit(u, [])
-
-
 def test_every_module_is_in_the_architecture_page():
-    text = DOC.read_text()
-    missing = [str(p.relative_to(PKG)) for p in MODULES if p.stem not in text]
-    assert not missing, f"docs/architecture.md does not name {missing}"
+    named = tree_paths(DOC.read_text())
+    missing = [str(p.relative_to(PKG)) for p in MODULES if str(p.relative_to(PKG)) not in named]
+    assert not missing, f"docs/architecture.md's tree does not name {missing}"
+    stale = sorted(n for n in named if not (PKG / n).is_file())
+    assert not stale, f"docs/architecture.md's tree names modules that do not exist: {stale}"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_no_module_is_over_700_lines(path):
     assert len(path.read_text().splitlines()) <= 700
-
-
-def test_top_level_units_import_without_cycles():
-    graph: dict[str, set[str]] = {}
-    for p in PKG.rglob("*.py"):
-        rel = p.relative_to(PKG)
-        unit = rel.parts[0].removesuffix(".py")
-        if unit == "__init__":
-            continue
-        graph.setdefault(unit, set()).update(u for u in _imports(p) if u != unit)
-    assert "losses" in graph["config"] and "config" in graph["experiment"], graph  # the parser sees imports at all
-    _assert_acyclic(graph)
-    # the sweep is the top: nothing imports it but split_half, an entry point above it (as the notebooks are)
-    assert not any("experiment" in deps for unit, deps in graph.items() if unit != "split_half")
-
-
-def _module_imports(path: Path) -> set[str]:
-    """Full dgro_lib module names this file imports, at module level or inside functions (call-time imports are
-    arrows of the design too); `if TYPE_CHECKING:` blocks left out. ``from pkg import name`` counts pkg.name when
-    that is a module, else pkg."""
-    rel = path.relative_to(PKG.parent).with_suffix("")
-    here = list(rel.parts[:-1])  # the package this file is in
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
-            node.body = []
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else [])) \
-                if node.level else (node.module or "")
-            for a in node.names:
-                sub = f"{base}.{a.name}"
-                out.add(sub if (PKG.parent / Path(*sub.split("."))).with_suffix(".py").is_file() else base)
-        elif isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-    return {m for m in out if m.startswith("dgro_lib.")}
-
-
-def test_the_data_package_has_no_import_cycle_between_its_modules():
-    """Inside data/ (K&K and math records, prompts, the miniature's trace), call-time imports included: trace renders
-    from kk_logic / kk_render, and kk imports trace (the formal template), never the other way round."""
-    files = {f"dgro_lib.data.{p.stem}": p for p in (PKG / "data").glob("*.py") if p.name != "__init__.py"}
-    graph = {m: {d for d in _module_imports(p) if d in files and d != m} for m, p in files.items()}
-    assert "dgro_lib.data.trace" in graph["dgro_lib.data.kk"]  # the parser sees the arrow at all
-    _assert_acyclic(graph)

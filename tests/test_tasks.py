@@ -10,7 +10,7 @@ import dgro_lib.evaluate.accuracy as A
 from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
 from dgro_lib.data.math import generate_math
 from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, protocol_for_config
-from dgro_lib.inputs import load_eval_records, load_train_records
+from dgro_lib.runs.inputs import load_eval_records, load_train_records
 from dgro_lib.tasks import TASKS, get_task, puzzle_key
 
 MATH = {"data.task": "math", "data.math_train": "synthetic", "data.math_eval": ["synthetic"],
@@ -98,7 +98,7 @@ def test_math_trains_end_to_end_through_the_runner(tmp_path):
     """data.task: math through run_experiment at ci: the math reward scores the rollouts (its outcome mix is logged
     per step), the held-out problems are evaluated by the math rule, and the run lands in the store with a math
     protocol."""
-    from dgro_lib.experiment import run_experiment
+    from dgro_lib.runs.experiment import run_experiment
 
     cfg = _cfg(**MATH, **{"train.max_steps": 2, "train.save_steps": 1, "train.eval_every": 1,
                           "train.eval_subset": 3, "data.n_eval": 6})

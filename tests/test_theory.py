@@ -1,4 +1,4 @@
-"""dgro_lib.theory against loop references, hand-derived values and the project's own loss."""
+"""dgro_lib.analysis.theory against loop references, hand-derived values and the project's own loss."""
 
 import itertools
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dgro_lib import theory as T
+from dgro_lib.analysis import theory as T
 from dgro_lib.config import ConfigError, config_from_dict, find_params, load_config
 from dgro_lib.losses import get_loss
 

@@ -8,9 +8,10 @@ from datasets import Dataset
 from trl import GRPOConfig
 
 from dgro_lib.data import kk
-from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, build_tiny_model, sample
+from dgro_lib.models import EMBEDDED_PRESETS, build_embedded_tokenizer, sample
+from dgro_lib.miniature import build_tiny_model
 from dgro_lib.rewards import kk_reward_func
-from dgro_lib.trainer import DGROTrainer, make_rollout_func
+from dgro_lib.rl.trainer import DGROTrainer, make_rollout_func
 
 torch.set_num_threads(1)
 
@@ -248,8 +249,8 @@ def test_temperature_logps_gather_a_partitioned_lm_head(tmp_path, tokenizer, mon
     empty except inside TRL's gather context, which the trainer must enter; the values equal the unpartitioned ones."""
     from contextlib import contextmanager
 
-    from dgro_lib import trainer as trainer_module
-    from dgro_lib.logprobs import HiddenStateCapture
+    from dgro_lib.rl import trainer as trainer_module
+    from dgro_lib.models.logprobs import HiddenStateCapture
 
     trainer = make_trainer(tmp_path, tokenizer, loss_name="dcpo", loss_kwargs={"t_high": 1.3, "t_low": 0.7},
                            reward=length_reward)

@@ -17,7 +17,7 @@ from dgro_lib.data import kk
 from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, evaluate_under_config, protocol_for_config
 from dgro_lib.evaluate.vllm_engine import VLLMEvalModel
 from dgro_lib.models import load_model
-from dgro_lib.sampling import eos_ids, sample
+from dgro_lib.models.sampling import eos_ids, sample
 
 
 class FakeSamplingParams(SimpleNamespace):
@@ -123,7 +123,7 @@ def test_a_prompt_longer_than_the_reserved_context_is_refused(tiny, records):
 
 
 def test_load_eval_model_starts_the_engine_with_the_protocols_context(tiny, monkeypatch):
-    from dgro_lib import inputs
+    from dgro_lib.runs import inputs
     from dgro_lib.evaluate import vllm_engine
 
     path, _, _ = tiny

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from dgro_lib.config import apply_overrides, find_params, load_config
-from dgro_lib.experiment import grpo_config
-from dgro_lib.vllm_server import start_vllm_server, vllm_serve_command, wait_for_health
+from dgro_lib.runs.experiment import grpo_config
+from dgro_lib.rl.vllm_server import start_vllm_server, vllm_serve_command, wait_for_health
 
 
 def cfg(**over):

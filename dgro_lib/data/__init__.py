@@ -9,7 +9,7 @@
 * :mod:`.trace` -- the K&K reasoning traces of the embedded model's warm-up.
 """
 
-from .kk import (
+from dgro_lib.data.kk import (
     NAMES,
     OFFICIAL_KEYS,
     OPERATORS,

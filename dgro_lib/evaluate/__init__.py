@@ -11,8 +11,8 @@ Modules:
   protocol (with :func:`eval_summary`, its scalar fields).
 """
 
-from .accuracy import eval_summary, evaluate_greedy, evaluate_sampled, evaluate_under_config, greedy_eval
-from .metrics import (
+from dgro_lib.evaluate.accuracy import eval_summary, evaluate_greedy, evaluate_sampled, evaluate_under_config, greedy_eval
+from dgro_lib.evaluate.metrics import (
     avg_at_k,
     mcnemar,
     mcnemar_z,
@@ -24,7 +24,7 @@ from .metrics import (
     read_results,
     write_results,
 )
-from .protocol import eval_protocol, protocol_for_config
+from dgro_lib.evaluate.protocol import eval_protocol, protocol_for_config
 
 __all__ = [
     "mcnemar",

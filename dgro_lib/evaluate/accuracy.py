@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dgro_lib.sampling import eos_ids, sample
+from dgro_lib.models.sampling import eos_ids, sample
 from dgro_lib.tasks import get_task
 
-from .metrics import pass_at_k
+from dgro_lib.evaluate.metrics import pass_at_k
 
 if TYPE_CHECKING:  # annotations only: dgro_lib.config imports the model checks, which import this package
-    from dgro_lib.config import ExperimentConfig
+    from dgro_lib.config.schema import ExperimentConfig
 
 __all__ = ["evaluate_greedy", "greedy_eval", "evaluate_sampled", "evaluate_under_config", "eval_summary",
            "greedy_accuracy_by_people", "sampled_success_by_people"]
@@ -41,7 +41,7 @@ def evaluate_greedy(model, tokenizer, records: Sequence[dict], *, template: str 
                              max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress, task=task)
 
 
-greedy_eval = evaluate_greedy  # the name docs/CONTRACTS.md uses
+greedy_eval = evaluate_greedy  # the older name, kept for notebooks and user code that call it
 
 
 def evaluate_sampled(model, tokenizer, records: Sequence[dict], *, n: int = 8, temperature: float = 1.0,

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..manifest import atomic_path
-from ..report.inference import mcnemar_z  # the one definition (torch-free)
+from dgro_lib.util.files import atomic_path
+from dgro_lib.report.inference import mcnemar_z  # the one definition (torch-free)
 
 __all__ = ["mcnemar", "paired_improvement_table"]
 

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: dgro_lib.config imports the model checks, which import this package
-    from dgro_lib.config import ExperimentConfig
+    from dgro_lib.config.schema import ExperimentConfig
 
 __all__ = ["eval_protocol", "protocol_for_config"]
 

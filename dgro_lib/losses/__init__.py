@@ -12,7 +12,19 @@ completion tokens; mask 1 on real tokens, 0 on padding); ``advantages`` is ``(B,
 reference log-probs, ...) are declared with ``register_loss(name, requires=...)``
 so that the trainer knows what to pass; ``loss_requires(name)`` reads them back.
 
-Nothing in here reads a config object: every knob is a keyword argument.
+Nothing in here reads a config object: every knob is a keyword argument. No ``**kwargs`` catch-all: an unknown
+keyword is a TypeError.
+
+The extra tensors the trainer can pass (each declared with ``requires=``): ``entropies`` (B, T, with grad),
+``rewards`` (B,) raw, ``group_ids`` (B,), ``ref_logps`` (B, T; TRL computes them only when GRPOConfig.beta != 0),
+``sampling_logps`` (B, T), ``temp_logps`` ({T: (B, T)} detached log pi_old^T for the temperatures a loss declares
+with ``register_loss(..., temperatures=fn(kwargs))``, scored once at generation time), ``batch_stats`` (the loss's
+``BatchStatistics`` for the current rollout batch, over all processes; None in evaluation), ``rollout_flags`` (B,)
+1.0 on rows of extra rollouts and ``rollout_temps`` (B,) each row's sampling temperature (losses registered with
+``extra_rollouts=``), ``values`` (B,) V_phi(x) with the value head's graph. A loss sees the whole micro-batch at once
+whatever ``train.forward_chunk_rows`` is (outputs padded back to (B, T) with zeros where the mask is 0: a loss must
+not read masked positions). TRL's own losses (``grpo``, ``dapo``, ``dr_grpo``, ``bnpo``) are entries whose function
+carries ``trl_loss_type``: the trainer then sets ``GRPOConfig.loss_type`` and calls TRL's ``_compute_loss``.
 
 Notation: ℓ_{i,t} = log π_θ(y_{i,t} | x, y_{i,<t}), mask m_{i,t},
 n_i = Σ_t m_{i,t}, sequence log-prob L_i = Σ_t m_{i,t} ℓ_{i,t}; "old" quantities
@@ -49,7 +61,7 @@ Dependencies point one way: ``specs`` <- ``registry`` <- the loss modules; ``inp
 
 from __future__ import annotations
 
-from .registry import (
+from dgro_lib.losses.registry import (
     LossEntry,
     LossFn,
     get_loss,
@@ -68,12 +80,12 @@ from .registry import (
     unregister_loss,
     validate_loss_kwargs,
 )
-from .specs import ENTROPY_FROM, ENTROPY_SOURCES, EXTRA_PLACEMENTS, BatchStatistics, ExtraRollouts, dcpo_temperature
-from .aggregation import AGGREGATIONS, aggregate, aggregation_weights
-from .advantages import SCALES, VALUES, compute_advantages, group_mean_baseline, group_stats, soft_value_baseline
-from .dgro import RATIO_LEVELS, dgro_loss, dro_loss, kimi_loss
-from .ppo import TRL_LOSSES, grpo_verl_loss, ppo_clip_per_token
-from .dcpo import (
+from dgro_lib.losses.specs import ENTROPY_FROM, ENTROPY_SOURCES, EXTRA_PLACEMENTS, BatchStatistics, ExtraRollouts, dcpo_temperature
+from dgro_lib.losses.aggregation import AGGREGATIONS, aggregate, aggregation_weights
+from dgro_lib.losses.advantages import SCALES, VALUES, compute_advantages, group_mean_baseline, group_stats, soft_value_baseline
+from dgro_lib.losses.dgro import RATIO_LEVELS, dgro_loss, dro_loss, kimi_loss
+from dgro_lib.losses.ppo import TRL_LOSSES, grpo_verl_loss, ppo_clip_per_token
+from dgro_lib.losses.dcpo import (
     AEPO_FRACTION,
     DCPO_COMBINE,
     DCPO_WEIGHTS,
@@ -87,7 +99,7 @@ from .dcpo import (
     j3_loss,
     j4_loss,
 )
-from .baselines import entropy_adv_loss, entropy_reg_loss, online_dpo_loss
+from dgro_lib.losses.baselines import entropy_adv_loss, entropy_reg_loss, online_dpo_loss
 
 __all__ = [
     "AGGREGATIONS",

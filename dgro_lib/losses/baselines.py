@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import torch
 
-from .aggregation import _masked_mean, aggregate
-from .inputs import _prep_tokens, _prepare
-from .ppo import _clipped_pg
-from .registry import register_loss
-from .specs import ENTROPY_SOURCES
+from dgro_lib.losses.aggregation import _masked_mean, aggregate
+from dgro_lib.losses.inputs import _prep_tokens, _prepare
+from dgro_lib.losses.ppo import _clipped_pg
+from dgro_lib.losses.registry import register_loss
+from dgro_lib.losses.specs import ENTROPY_SOURCES
 
 
 @register_loss("entropy_reg", requires=("entropies",))

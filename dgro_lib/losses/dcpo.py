@@ -22,11 +22,11 @@ import inspect
 
 import torch
 
-from .aggregation import _masked_mean
-from .inputs import _prep_tokens
-from .ppo import _clipped_pg
-from .registry import LossFn, register_loss
-from .specs import ENTROPY_FROM, ENTROPY_SOURCES, BatchStatistics, ExtraRollouts, dcpo_temperature
+from dgro_lib.losses.aggregation import _masked_mean
+from dgro_lib.losses.inputs import _prep_tokens
+from dgro_lib.losses.ppo import _clipped_pg
+from dgro_lib.losses.registry import LossFn, register_loss
+from dgro_lib.losses.specs import ENTROPY_FROM, ENTROPY_SOURCES, BatchStatistics, ExtraRollouts, dcpo_temperature
 
 DCPO_COMBINE = ("convex", "additive")
 DCPO_WEIGHTS = ("rho", "one")

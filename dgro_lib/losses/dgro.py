@@ -16,9 +16,9 @@ import math
 
 import torch
 
-from .aggregation import aggregation_weights
-from .inputs import _prepare
-from .registry import register_loss
+from dgro_lib.losses.aggregation import aggregation_weights
+from dgro_lib.losses.inputs import _prepare
+from dgro_lib.losses.registry import register_loss
 
 RATIO_LEVELS = ("sequence", "token")
 

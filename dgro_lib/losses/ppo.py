@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from .aggregation import _masked_mean, aggregate
-from .inputs import _prep_tokens
-from .registry import LossFn, register_loss
+from dgro_lib.losses.aggregation import _masked_mean, aggregate
+from dgro_lib.losses.inputs import _prep_tokens
+from dgro_lib.losses.registry import LossFn, register_loss
 
 TRL_LOSSES: tuple[str, ...] = ("grpo", "dapo", "dr_grpo", "bnpo")
 
@@ -29,7 +29,7 @@ def _trl_delegate(loss_type: str) -> LossFn:
     fn.__name__ = fn.__qualname__ = f"trl_{loss_type}"
     fn.__doc__ = (
         f"TRL's ``loss_type={loss_type!r}`` (clipped surrogate; optional k3 KL to the reference with "
-        "GRPOConfig.beta > 0). Not re-implemented: :class:`dgro_lib.trainer.DGROTrainer` sets TRL's loss type and "
+        "GRPOConfig.beta > 0). Not re-implemented: :class:`dgro_lib.rl.trainer.DGROTrainer` sets TRL's loss type and "
         "calls ``GRPOTrainer._compute_loss`` with our advantages (use ``scale: group_std`` for GRPO's)."
     )
     fn.trl_loss_type = loss_type  # type: ignore[attr-defined]

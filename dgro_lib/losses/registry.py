@@ -18,7 +18,7 @@ import dataclasses
 import inspect
 from typing import Callable, Iterable
 
-from .specs import BatchStatistics, ExtraRollouts
+from dgro_lib.losses.specs import BatchStatistics, ExtraRollouts
 
 LossFn = Callable[..., "tuple[torch.Tensor, dict[str, float]]"]
 

@@ -34,7 +34,7 @@ class ExtraRollouts:
     """What a loss needs beyond the on-policy rollout batch: G more samples, at a temperature T chosen from the
     policy entropy, for a fraction of the batch's prompts (AEPO, DCPO's J2/J4). Declared at registration
     (``register_loss(..., extra_rollouts=fn(kwargs) -> ExtraRollouts)``); the trainer generates and scores them,
-    and :func:`dgro_lib.rollouts.merge_rollouts` puts them into the batch. Rows that came from these rollouts
+    and :func:`dgro_lib.rl.rollouts.merge_rollouts` puts them into the batch. Rows that came from these rollouts
     are flagged ``rollout_flags == 1`` and carry their temperature in ``rollout_temps``.
 
     Fields:

@@ -1,45 +1,54 @@
-"""Models: load any HF-format causal LM (optionally with LoRA), build the embedded tiny K&K model, sample from either.
+"""Models: load any HF-format causal LM (optionally with LoRA), the embedded model's presets, the tokenizer, the
+KV-cache sampler and chunked log-probs.
 
 Modules, one job each:
 
+* :mod:`.loading` — :func:`load_model`: local HF checkpoints and hub ids, LoRA via peft.
 * :mod:`.tokenizer` — the word-level tokenizer and the embedded vocabulary (:func:`build_tokenizer`,
   :func:`build_embedded_tokenizer`, :data:`TAG_TOKENS`).
-* :mod:`.embedded` — the embedded model's config and presets (:class:`EmbeddedModelConfig`,
-  :data:`EMBEDDED_PRESETS`, :func:`config_hash`), its construction (:func:`build_tiny_model`) and the on-disk model
-  cache (:func:`get_embedded_base_model`).
-* :mod:`.supervised` — the supervised warm-up (:func:`warmup`), its drills and its training / held-out puzzles.
-* :mod:`.loading` — :func:`load_model`: local HF checkpoints and hub ids, LoRA via peft.
+* :mod:`.presets` — the embedded model's config and presets as plain data (:class:`EmbeddedModelConfig`,
+  :data:`EMBEDDED_PRESETS`, :func:`config_hash`); no torch.
+* :mod:`.committed` — the committed bases (``reference/bases``): install and check them.
+* :mod:`.sampling` — :func:`sample`, the KV-cache sampler of rollouts and evaluation.
+* :mod:`.logprobs` — per-token log-probs in chunks, at extra temperatures, from the trainer's hidden states.
 
-Evaluating a model (:func:`~dgro_lib.evaluate.evaluate_greedy`, :func:`~dgro_lib.evaluate.evaluate_sampled`) lives
-in :mod:`dgro_lib.evaluate`, which imports this package (never the other way round).
+The face is lazy (PEP 562): a name is imported from its module when first asked for, so that reading the presets
+(the config's checks, the run store's keys) does not load torch and transformers.
+
+Building and warming up the embedded model is the miniature's own training, one floor up
+(:mod:`dgro_lib.miniature`); evaluating a model is :mod:`dgro_lib.evaluate`. Both import this package, never the
+other way round.
 """
 
-# The names with a leading underscore are the internals that tests and bench/ reach through this package.
-from .embedded import (EMBEDDED_PRESETS, EmbeddedModelConfig, build_tiny_model, config_hash, embedded_tokenizer,
-                       get_embedded_base_model)
-from .loading import load_model, load_tokenizer
-from dgro_lib.sampling import sample  # the sampler is used by evaluation and training too: it lives beside them
-from .tokenizer import SPECIAL_TOKENS, TAG_TOKENS, build_embedded_tokenizer, build_tokenizer, embedded_vocabulary
-from .supervised import _drill_step, copy_drill_text, heldout_records, statement_drill_text, warmup, warmup_records
+from __future__ import annotations
 
-__all__ = [
-    "SPECIAL_TOKENS",
-    "TAG_TOKENS",
-    "EmbeddedModelConfig",
-    "EMBEDDED_PRESETS",
-    "build_tokenizer",
-    "build_embedded_tokenizer",
-    "embedded_tokenizer",
-    "embedded_vocabulary",
-    "build_tiny_model",
-    "warmup",
-    "warmup_records",
-    "copy_drill_text",
-    "statement_drill_text",
-    "config_hash",
-    "get_embedded_base_model",
-    "load_model",
-    "load_tokenizer",
-    "sample",
-    "heldout_records",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what __getattr__ hands out, for type checkers and readers
+    from dgro_lib.models.loading import load_model, load_tokenizer
+    from dgro_lib.models.presets import EMBEDDED_PRESETS, EmbeddedModelConfig, config_hash
+    from dgro_lib.models.sampling import sample
+    from dgro_lib.models.tokenizer import (SPECIAL_TOKENS, TAG_TOKENS, build_embedded_tokenizer, build_tokenizer,
+                                           embedded_vocabulary)
+
+_WHERE = {
+    "load_model": "loading", "load_tokenizer": "loading",
+    "EMBEDDED_PRESETS": "presets", "EmbeddedModelConfig": "presets", "config_hash": "presets",
+    "sample": "sampling",
+    "SPECIAL_TOKENS": "tokenizer", "TAG_TOKENS": "tokenizer", "build_embedded_tokenizer": "tokenizer",
+    "build_tokenizer": "tokenizer", "embedded_vocabulary": "tokenizer",
+}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'dgro_lib.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dgro_lib.models.{_WHERE[name]}"), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

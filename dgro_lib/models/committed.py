@@ -2,7 +2,7 @@
 
 The warm-up (:mod:`.supervised`) is the documented, tested way to make an embedded base, but its output depends on
 the CPU it ran on: an Intel Xeon and an AMD EPYC build ``mini`` with other weights even with the AVX2 pin of
-:mod:`dgro_lib.numerics` (docs/reproducibility.md has the measured digests). A run trained from one build can never
+:mod:`dgro_lib.util.numerics` (docs/reproducibility.md has the measured digests). A run trained from one build can never
 be restored on top of the other, so the bases every ``ci`` and ``cpu`` profile starts from are committed, in
 safetensors, under ``reference/bases/<preset>/``: the ``save_pretrained`` files, the build's ``embedded.json`` and
 ``base.json`` (:data:`BASE_RECORD`), which names the preset, its recipe hash (:func:`~.embedded.config_hash`), the
@@ -12,7 +12,7 @@ sha256 of its weights (:func:`weights_digest`) and the machine that built it.
 the recipe hash matches, and verifies the copy's digest. A cached model whose weights differ from the committed
 copy, a committed copy whose files do not match its recorded digest, and a preset whose committed copy was made from
 another recipe are errors that name the preset and both digests (or hashes): never a silent rebuild.
-``python -m dgro_lib.rebuild_base PRESET`` (``make base PRESET=...``) rebuilds a base from its recipe and reports
+``python -m dgro_lib.cli.rebuild_base PRESET`` (``make base PRESET=...``) rebuilds a base from its recipe and reports
 whether it equals the committed weights bit for bit.
 """
 
@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dgro_lib.manifest import atomic_write
-from dgro_lib.paths import REPO
+from dgro_lib.util.files import atomic_write
+from dgro_lib.util.paths import REPO
 
 __all__ = ["BASES", "BASE_RECORD", "BASES_ENV", "weights_digest", "bases_root", "committed_base", "committed_bases",
            "install_committed", "check_matches_committed", "commit_base", "CommittedBaseError"]
@@ -106,7 +106,7 @@ def committed_base(preset_names: list[str], recipe_hash: str, root: Path | None 
         raise CommittedBaseError(
             f"embedded preset {name!r}: its committed base {bases[name]['path']} was built from recipe "
             f"{bases[name]['config_hash']}, the preset's recipe is now {recipe_hash}. Rebuild and commit it "
-            f"(python -m dgro_lib.rebuild_base {name} --write), or set {BASES_ENV}=none to build every base here")
+            f"(python -m dgro_lib.cli.rebuild_base {name} --write), or set {BASES_ENV}=none to build every base here")
     return None
 
 
@@ -155,7 +155,7 @@ def check_matches_committed(meta: dict[str, Any], cached: Path) -> None:
             f"embedded preset {meta['preset']!r}: the cached model {cached} has weights sha256 {got}, the committed "
             f"base {meta['path']} has {meta['weights_sha256']}. The cache holds a build made here (another CPU "
             f"builds other bits). Delete {cached} to use the committed base, or compare the two with "
-            f"python -m dgro_lib.rebuild_base {meta['preset']}")
+            f"python -m dgro_lib.cli.rebuild_base {meta['preset']}")
 
 
 def commit_base(preset: str, built: Path, root: Path | None = None, *, extra: dict[str, Any] | None = None) -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from dgro_lib.paths import is_hub_id
+from dgro_lib.util.paths import is_hub_id
 
 __all__ = ["load_model", "load_tokenizer"]
 

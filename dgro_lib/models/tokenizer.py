@@ -20,7 +20,7 @@ from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
 
 from dgro_lib.data import kk
-from dgro_lib.data.trace import trace_vocabulary
+from dgro_lib.data.kk.trace import trace_vocabulary
 
 __all__ = ["SPECIAL_TOKENS", "TAG_TOKENS", "build_tokenizer", "embedded_vocabulary", "build_embedded_tokenizer",
            "MATH_PIECE_PATTERN", "math_vocabulary", "build_math_tokenizer"]

@@ -14,9 +14,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..report.claims import claim, runs_of
-from ..report.inference import compare, level
-from ..report.verdict import at_floor_or_ceiling
+from dgro_lib.report.claims import claim, runs_of
+from dgro_lib.report.inference import compare, level
+from dgro_lib.report.verdict import at_floor_or_ceiling
 
 __all__ = ["arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows"]
 

@@ -1,12 +1,12 @@
-"""What the four DCPO notebooks' claims share: a :class:`~dgro_lib.dcpo_analysis.MethodSweep` as arms of per-item
+"""What the four DCPO notebooks' claims share: a :class:`~dgro_lib.analysis.dcpo.MethodSweep` as arms of per-item
 scores (greedy 0/1, sampled avg@k fractions) and of per-run end-of-training entropy, and the arm-vs-arm rows."""
 
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..dcpo_analysis import entropy_endpoints
-from .common import arms, contrast_rows
+from dgro_lib.analysis.dcpo import entropy_endpoints
+from dgro_lib.papers.common import arms, contrast_rows
 
 __all__ = ["sweep_arms", "accuracy_rows", "entropy_rows"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..dcpo_analysis import pass_at_k_frame
-from .common import arms, contrast_rows
-from .dcpo_common import accuracy_rows, sweep_arms
+from dgro_lib.analysis.dcpo import pass_at_k_frame
+from dgro_lib.papers.common import arms, contrast_rows
+from dgro_lib.papers.dcpo_common import accuracy_rows, sweep_arms
 
 __all__ = ["claims"]
 

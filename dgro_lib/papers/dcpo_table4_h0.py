@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..report.claims import exact
-from .common import contrast_rows
-from .dcpo_common import sweep_arms
+from dgro_lib.report.claims import exact
+from dgro_lib.papers.common import contrast_rows
+from dgro_lib.papers.dcpo_common import sweep_arms
 
 __all__ = ["claims"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .dcpo_common import accuracy_rows, entropy_rows, sweep_arms
+from dgro_lib.papers.dcpo_common import accuracy_rows, entropy_rows, sweep_arms
 
 __all__ = ["claims"]
 

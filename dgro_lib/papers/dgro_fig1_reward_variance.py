@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from .common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
 
 __all__ = ["claims"]
 

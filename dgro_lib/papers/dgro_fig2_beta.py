@@ -16,10 +16,10 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from ..analysis import entropy_fluctuation, point_labels
-from ..report.claims import claim
-from ..report.inference import compare
-from .common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.analysis.probes import entropy_fluctuation, point_labels
+from dgro_lib.report.claims import claim
+from dgro_lib.report.inference import compare
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
 
 __all__ = ["claims", "EQUIVALENCE_MARGIN"]
 
@@ -34,7 +34,7 @@ def _label(b1: float, b2: float, keys: Sequence[str]) -> str:
 def claims(finals: pd.DataFrame, metrics: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *,
            keys: Sequence[str] = ("loss.kwargs.beta1", "loss.kwargs.beta2"), seeds: Iterable[int] | None = None,
            margin: float = EQUIVALENCE_MARGIN) -> list[dict]:
-    """The claim rows from :func:`~dgro_lib.analysis.label_points`'s ``finals`` / ``metrics`` (a ``point``
+    """The claim rows from :func:`~dgro_lib.analysis.probes.label_points`'s ``finals`` / ``metrics`` (a ``point``
     column) over the sweep columns ``keys``."""
     seeds = list(seeds) if seeds is not None else None
     order = list(dict.fromkeys(finals["point"]))

@@ -12,9 +12,9 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..report.claims import claim
-from ..report.inference import compare
-from .common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.report.claims import claim
+from dgro_lib.report.inference import compare
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
 
 __all__ = ["claims"]
 
@@ -22,7 +22,7 @@ __all__ = ["claims"]
 def claims(finals: pd.DataFrame, base: dict, sampled: pd.DataFrame | None, *, reference: str = "GRPO",
            weakest: str = "Online DPO", length_margin: float = 0.10, seeds: Iterable[int] | None = None
            ) -> list[dict]:
-    """The claim rows from ``finals`` labelled by :func:`~dgro_lib.analysis.method_labels` (a ``point`` column,
+    """The claim rows from ``finals`` labelled by :func:`~dgro_lib.analysis.probes.method_labels` (a ``point`` column,
     each run's held-out ``mean_length``) and ``base``, the base model's evaluation."""
     seeds = list(seeds) if seeds is not None else None
     order = list(dict.fromkeys(finals["point"]))

@@ -1,6 +1,6 @@
 """DGRO Fig. 4 (entropy over training): the claims of ``notebooks/dgro_fig4_math_entropy``. The paper: entropy
 rises on math and falls on K&K. Per run, the change of the per-step entropy between the first and the last fifth
-of training (:func:`~dgro_lib.math_analysis.entropy_trend`); per task, the mean change over runs against 0, a
+of training (:func:`~dgro_lib.analysis.math.entropy_trend`); per task, the mean change over runs against 0, a
 run-level estimate with its interval (per-run scalars: Welch's interval at n - 1 df)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..report.claims import claim
-from ..report.inference import compare
+from dgro_lib.report.claims import claim
+from dgro_lib.report.inference import compare
 
 __all__ = ["claims", "PAPER"]
 
@@ -20,7 +20,7 @@ PAPER = {"math": "higher", "K&K": "lower"}
 
 
 def claims(trend: pd.DataFrame, *, by: str = "task", seeds: Iterable[int] | None = None) -> list[dict]:
-    """``trend``: :func:`~dgro_lib.math_analysis.entropy_trend`, one row per run (``by``, ``seed``, ``change``)."""
+    """``trend``: :func:`~dgro_lib.analysis.math.entropy_trend`, one row per run (``by``, ``seed``, ``change``)."""
     if seeds is not None:
         trend = trend[trend["seed"].isin(list(seeds))]
     rows = []

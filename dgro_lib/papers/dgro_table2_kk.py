@@ -10,14 +10,14 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from .common import arms, gain_rows
+from dgro_lib.papers.common import arms, gain_rows
 
 __all__ = ["claims"]
 
 
 def claims(evals: dict[int, pd.DataFrame], *, labeler: Callable[[pd.DataFrame], pd.Series],
            train_people: Iterable[int], seeds: Iterable[int] | None = None) -> list[dict]:
-    """``evals[people]``: :func:`~dgro_lib.experiment.evaluate_runs` on that size (its ``run == "base"`` row the
+    """``evals[people]``: :func:`~dgro_lib.runs.experiment.evaluate_runs` on that size (its ``run == "base"`` row the
     base model); ``labeler`` names the runs' sweep points."""
     seeds = list(seeds) if seeds is not None else None
     train_people = set(train_people)

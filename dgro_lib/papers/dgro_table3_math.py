@@ -12,8 +12,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..math_analysis import _benchmark_name
-from .common import arms, gain_rows, sampled_arms
+from dgro_lib.analysis.math import _benchmark_name
+from dgro_lib.papers.common import arms, gain_rows, sampled_arms
 
 __all__ = ["claims"]
 

@@ -1,12 +1,12 @@
 """DGRO Section 3 and Appendices B-F (the theory): the claims of ``notebooks/dgro_theory``. Exact checks, no
-sampling error: one row per statement (:func:`dgro_lib.theory.verdicts`: *holds* is reproduced, *fails*
+sampling error: one row per statement (:func:`dgro_lib.analysis.theory.verdicts`: *holds* is reproduced, *fails*
 contradicted, *holds only under its assumptions* reproduced with that note) and the numbers they rest on."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..report.claims import exact
+from dgro_lib.report.claims import exact
 
 __all__ = ["claims"]
 

@@ -9,16 +9,16 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..analysis import point_labels
-from ..report.claims import claim
-from ..report.inference import compare, level
-from .common import arms, sampled_arms
+from dgro_lib.analysis.probes import point_labels
+from dgro_lib.report.claims import claim
+from dgro_lib.report.inference import compare, level
+from dgro_lib.papers.common import arms, sampled_arms
 
 __all__ = ["map_claims", "base_model_claims"]
 
 
 def map_claims(result, sampled: pd.DataFrame, keys, *, seeds: Iterable[int] | None = None) -> list[dict]:
-    """Per map point (labelled by :func:`~dgro_lib.analysis.point_labels` of ``keys``): the greedy and sampled
+    """Per map point (labelled by :func:`~dgro_lib.analysis.probes.point_labels` of ``keys``): the greedy and sampled
     change against the base model its runs started from, in points (no direction: a map)."""
     seeds = list(seeds) if seeds is not None else None
     finals = result.finals.assign(point=point_labels(result.finals, keys))

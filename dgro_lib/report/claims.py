@@ -25,10 +25,10 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..manifest import atomic_write
-from ..paths import REPO
-from .inference import ALPHA, Estimate
-from .verdict import DIRECTIONS, exact_verdict, judge_family
+from dgro_lib.util.files import atomic_write
+from dgro_lib.util.paths import REPO
+from dgro_lib.report.inference import ALPHA, Estimate
+from dgro_lib.report.verdict import DIRECTIONS, exact_verdict, judge_family
 
 __all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "judge_claims", "read_claims", "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables",
            "format_comparison", "reproduction_status", "save_reference", "split_half"]

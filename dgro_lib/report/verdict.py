@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .inference import ALPHA, Estimate, holm
+from dgro_lib.report.inference import ALPHA, Estimate, holm
 
 __all__ = ["VERDICTS", "DIRECTIONS", "judge", "judge_family", "exact_verdict", "at_floor_or_ceiling"]
 

@@ -4,7 +4,7 @@ the K&K verifier, and the math reward.
 See :mod:`dgro_lib.rewards.schemes`, :mod:`dgro_lib.rewards.kk` and :mod:`dgro_lib.rewards.math`.
 """
 
-from .kk import (
+from dgro_lib.rewards.kk import (
     KKRewardFunc,
     check_format,
     completion_text,
@@ -17,7 +17,7 @@ from .kk import (
     parse_ground_truth,
     parse_roles,
 )
-from .schemes import (
+from dgro_lib.rewards.schemes import (
     ACCURACY,
     LOGIC_RL,
     AccuracyScheme,
@@ -30,7 +30,7 @@ from .schemes import (
     outcome_components,
     requires_format,
 )
-from .math import (
+from dgro_lib.rewards.math import (
     MathRewardFunc,
     check_math_format,
     extract_boxed,

@@ -77,7 +77,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from .schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
+from dgro_lib.rewards.schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
 
 __all__ = [
     "check_format",

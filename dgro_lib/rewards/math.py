@@ -76,8 +76,8 @@ import re
 import threading
 from typing import Any, Sequence
 
-from .kk import THINK_CLOSE, THINK_OPEN, _require_str, completion_text, extract_answer
-from .schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
+from dgro_lib.rewards.kk import THINK_CLOSE, THINK_OPEN, _require_str, completion_text, extract_answer
+from dgro_lib.rewards.schemes import Outcome, Scheme, get_scheme, outcome_components, requires_format
 
 __all__ = [
     "MAX_ANSWER_CHARS",

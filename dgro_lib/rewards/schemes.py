@@ -305,7 +305,7 @@ def requires_format(scheme: Any) -> bool:
     return bool(getattr(scheme, "requires_format", True))
 
 #: Named schemes. Table 4's three DGRO ranges, ``"logic-rl"``, and ``"accuracy"`` (DCPO's
-#: accuracy-only reward, :data:`ACCURACY`). As CONTRACTS.md specifies, the Logic-RL entry
+#: accuracy-only reward, :data:`ACCURACY`). The Logic-RL entry
 #: is the marker string ``"logic-rl"``; ``get_scheme`` turns it into :data:`LOGIC_RL`.
 SCHEMES: dict[str, Union[RewardScheme, AccuracyScheme, str]] = {
     "[-1,1]": RewardScheme(0.4, 0.5, 0.1, name="[-1,1]"),

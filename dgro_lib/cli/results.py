@@ -1,0 +1,239 @@
+"""Result numbers from one source: ``make results`` (``python -m dgro_lib.cli.results``) writes every generated block of
+the README and of ``docs/results.md`` from ``reference/<profile>/*/claims.csv``; the prose outside the blocks stays
+hand-written. A block sits between ``<!-- results:<name>:begin -->`` and ``<!-- results:<name>:end -->``: the
+README has ``headline`` (the reproduced and the contradicted claims named, the rest counted) and ``claims`` (per
+notebook, its judged claims counted by verdict, then every judged claim);
+``docs/results.md`` has ``summary`` (the same counts) and one block per notebook that has a claims file, named after
+the notebook (every claim of it, estimates included). A notebook with a claims file and no block, or a block that no
+claims file fills, is an error naming both. ``--check`` changes nothing and exits 1, naming each file and block that
+differs from what the references give (the ``cog --check`` pattern; a test runs it), so a number in the docs cannot
+drift from the reference it quotes."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dgro_lib.util.files import atomic_write
+from dgro_lib.util.paths import REPO
+from dgro_lib.report.claims import read_claims
+
+__all__ = ["claims_table", "notebook_block", "render", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
+           "END", "ORDER", "NOTEBOOKS"]
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The begin and end markers of the generated block ``name``."""
+    return f"<!-- results:{name}:begin -->", f"<!-- results:{name}:end -->"
+
+
+BEGIN, END = markers("claims")
+_BLOCK = re.compile(r"<!-- results:([\w.-]+):begin -->")
+README = REPO / "README.md"
+RESULTS = REPO / "docs" / "results.md"
+
+# the order of the README: the papers' figures and tables, then the theory
+ORDER = ["dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods",
+         "dgro_table2_kk", "dgro_table3_math", "dgro_fig4_math_entropy", "dcpo_fig1_grid", "dcpo_table2_main",
+         "dcpo_table4_h0", "dcpo_table5_ablation", "dgro_theory"]
+# the sections of docs/results.md: the base model and the RL map first (their claims are estimates only)
+NOTEBOOKS = ["00_base_model", "01_miniature_map", *ORDER]
+VERDICTS = ["reproduced", "contradicted", "inconclusive", "not testable at this scale"]
+# a level of accuracy (a fraction) is shown in percent; every other unit as it is
+_SCALE = {"accuracy": 100.0}
+
+
+def _fmt(x: float, unit: str) -> str:
+    if unit == "accuracy":  # a level: unsigned, in percent
+        return f"{_SCALE[unit] * x:.2f}"
+    digits = 4 if unit == "nats/token" else 2
+    return f"{x:+.{digits}f}"
+
+
+def _claims(reference: Path, name: str) -> pd.DataFrame | None:
+    """The claims of notebook ``name`` that carry a verdict, with a ``notebook`` column; None without a claims file."""
+    path = reference / name / "claims.csv"
+    if not path.is_file():
+        return None
+    t = read_claims(path)
+    return t[t["verdict"].notna()].assign(notebook=name)
+
+
+def claims_table(reference: Path) -> pd.DataFrame:
+    """Every judged claim (verdict other than ``estimate``) of the notebooks in :data:`ORDER` that have a claims
+    file under ``reference``, in order."""
+    frames = [t[t["verdict"] != "estimate"] for t in (_claims(reference, n) for n in ORDER) if t is not None]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _cells(r) -> list[str]:
+    """One claim as table cells: claim, the paper's direction, verdict, effect [95 % CI] with its unit, seeds, MDE,
+    Holm-adjusted p."""
+    unit = r.unit if isinstance(r.unit, str) else ""
+    shown = "%" if unit == "accuracy" else unit
+    if not math.isfinite(float(r.seeds_a)):  # an exact check or constant: no runs, no interval
+        effect, seeds, mde, p = f"{r.value:.6g} (exact)", "—", "—", "—"
+    else:
+        seeds = ("1 model" if str(r.note).startswith("one fixed model") else  # a level of the base: items only
+                 f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else ""))
+        if r.verdict == "not testable at this scale":
+            effect, mde, p = f"{_fmt(r.value, unit)} {shown} (both at the floor or ceiling)", "—", "—"
+        else:
+            effect = (f"{_fmt(r.value, unit)} [{_fmt(r.ci_low, unit)}, {_fmt(r.ci_high, unit)}] {shown}"
+                      if math.isfinite(float(r.ci_low)) else f"{_fmt(r.value, unit)} {shown} (1 seed)")
+            mde = (f"{_SCALE.get(unit, 1.0) * r.mde:.{4 if unit == 'nats/token' else 1}f}"
+                   if math.isfinite(float(r.mde)) and r.verdict != "estimate" else "—")  # an estimate tests nothing
+            p = f"{r.p_holm:.2g}" if math.isfinite(float(r.p_holm)) else "—"
+    direction = {"higher": "> 0", "lower": "< 0", "equal": f"≈ 0 (±{r.margin:.3g})"}.get(r.direction, "")
+    claim = str(r.claim).replace("|", "\\|")
+    return [claim, direction, f"**{r.verdict}**", effect, seeds, mde, p]
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _overview(table: pd.DataFrame) -> list[str]:
+    """Per notebook, its judged claims counted by verdict with the range of their minimum detectable effects; then
+    the totals."""
+    lines = ["| notebook | judged claims | " + " | ".join(VERDICTS) + " | seeds per arm | MDE (points) |",
+             "|---|---|" + "---|" * len(VERDICTS) + "---|---|"]
+    for name, g in table.groupby("notebook", sort=False):
+        counts = g["verdict"].value_counts()
+        stat = g[np.isfinite(g["se"].astype(float))]
+        seeds = sorted({int(x) for x in stat["seeds_a"]}) if not stat.empty else []
+        pts = stat[(stat["unit"] == "points") & (stat["verdict"] != "not testable at this scale")]["mde"].dropna()
+        mde = f"{pts.min():.1f}–{pts.max():.1f}" if len(pts) else "—"
+        lines.append(f"| `{name}` | {len(g)} | " + " | ".join(str(int(counts.get(v, 0))) for v in VERDICTS)
+                     + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} |")
+    counts = table["verdict"].value_counts() if not table.empty else pd.Series(dtype=int)
+    return lines + ["", f"In all, {len(table)} judged claims: "
+                    + ", ".join(f"{k} {v}" for k, v in counts.items()) + "."]
+
+
+def render(reference: Path) -> str:
+    """The README's block (markers excluded): the overview of :func:`_overview`; then every judged claim, one row
+    each, in a collapsed section."""
+    table = claims_table(reference)
+    lines = _overview(table) + [
+        "", "<details><summary>Every judged claim: verdict, effect with its 95 % interval, seeds, minimum "
+        "detectable effect, Holm-adjusted p</summary>", "",
+        "| notebook | claim | paper | verdict | effect [95 % CI] | seeds | MDE | p (Holm) |",
+        "|---|---|---|---|---|---|---|---|"]
+    lines += [_row([f"`{r.notebook}`", *_cells(r)]) for r in table.itertuples()]
+    lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def _short(claim: str) -> str:
+    """A claim's name without its trailing unit, for the headline (the table has the unit)."""
+    return re.sub(r" \((points|nats/token|tokens)\)$", "", str(claim))
+
+
+def headline(reference: Path) -> str:
+    """The README's ``headline`` block (markers excluded): one bullet naming every reproduced claim by notebook,
+    one naming every contradicted claim, and one counting the rest, so the README's summary of what reproduced is
+    generated like its table."""
+    table = claims_table(reference)
+    lines = []
+    for verdict, label in (("reproduced", "Reproduced at the run level"), ("contradicted", "Contradicted")):
+        got = table[table["verdict"] == verdict]
+        named = "; ".join(f"`{nb}`: " + " · ".join(_short(c) for c in g["claim"])
+                          for nb, g in got.groupby("notebook", sort=False))
+        lines.append(f"* **{label} ({len(got)} of {len(table)}):** {named or 'none'}.")
+    counts = table["verdict"].value_counts()
+    lines.append(f"* **Inconclusive ({int(counts.get('inconclusive', 0))})** and **not testable at this scale "
+                 f"({int(counts.get('not testable at this scale', 0))})**: every other judged claim; the table below "
+                 "gives each one's interval and minimum detectable effect.")
+    return "\n".join(lines)
+
+
+def notebook_block(reference: Path, name: str) -> str:
+    """The block of notebook ``name`` in ``docs/results.md`` (markers excluded): its claims file named and its claims
+    counted by verdict, then every claim, estimates included, in the file's order."""
+    table = _claims(reference, name)
+    if table is None:
+        raise FileNotFoundError(f"{reference / name / 'claims.csv'}: no claims file for notebook {name!r}")
+    counts = table["verdict"].value_counts()
+    tally = ", ".join(f"{v} {int(counts[v])}" for v in [*VERDICTS, "estimate"] if v in counts)
+    source = f"reference/{reference.name}/{name}/claims.csv"
+    lines = [f"Generated from [`{source}`](../{source}): {len(table)} claims ({tally}).", "",
+             "| claim | paper | verdict | effect [95 % CI] | seeds | MDE | p (Holm) |", "|---|---|---|---|---|---|---|"]
+    return "\n".join(lines + [_row(_cells(r)) for r in table.itertuples()])
+
+
+def blocks(reference: Path, readme: Path = README, results: Path = RESULTS) -> dict[Path, dict[str, str]]:
+    """Every generated block, by file and block name: the README's ``headline`` and ``claims``; ``docs/results.md``'s ``summary`` and
+    one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
+    per_notebook = {n: notebook_block(reference, n) for n in NOTEBOOKS if (reference / n / "claims.csv").is_file()}
+    return {readme: {"headline": headline(reference), "claims": render(reference)},
+            results: {"summary": "\n".join(_overview(claims_table(reference))), **per_notebook}}
+
+
+def splice(text: str, block: str, name: str = "claims", where: str = "README") -> str:
+    """``text`` with the part between the markers of block ``name`` replaced by ``block``; a missing or repeated
+    marker is a ValueError naming ``where`` and the block."""
+    begin, end = markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1:
+        found = "missing" if begin not in text or end not in text else "repeated"
+        raise ValueError(f"{where}: the markers {begin} / {end} of block {name!r} are {found}")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{block}\n{end}{tail}"
+
+
+def update(text: str, generated: dict[str, str], where: str) -> str:
+    """``text`` with every block of ``generated`` (name -> content) spliced in; a block in ``text`` that nothing
+    generates (a notebook without a claims file) is a ValueError naming it and ``where``."""
+    unknown = [n for n in _BLOCK.findall(text) if n not in generated]
+    if unknown:
+        raise ValueError(f"{where}: block(s) {unknown} have no claims file in the references to be generated from")
+    for name, block in generated.items():
+        text = splice(text, block, name, where)
+    return text
+
+
+def _inner(text: str, name: str) -> str:
+    begin, end = markers(name)
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if a generated block differs from the references; writes nothing")
+    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--results-doc", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    reference = REPO / "reference" / args.profile
+    # every file's new text first, so that a missing marker in one writes none of them
+    texts = {path: (path.read_text(), gen) for path, gen in blocks(reference, args.readme, args.results_doc).items()}
+    new = {path: update(text, gen, _shown(path)) for path, (text, gen) in texts.items()}
+    if args.check:
+        stale = [f"{_shown(path)}: block {name}" for path, (text, gen) in texts.items() for name in gen
+                 if _inner(text, name) != _inner(new[path], name)]
+        for s in stale:
+            print(f"[results] {s} is out of date with reference/{args.profile}: run `make results`", file=sys.stderr)
+        if not stale:
+            print(f"[results] {', '.join(map(_shown, texts))} match reference/{args.profile}")
+        return 1 if stale else 0
+    for path, (text, gen) in texts.items():
+        if new[path] != text:
+            atomic_write(path, lambda tmp, t=new[path]: tmp.write_text(t))
+        print(f"[results] {_shown(path)}: {len(gen)} block(s) written from reference/{args.profile}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

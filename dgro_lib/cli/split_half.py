@@ -1,0 +1,87 @@
+"""The statistical reproduction check on a notebook's own runs: ``python -m dgro_lib.cli.split_half <notebook>
+--seeds 0,1,2,3``. Its claims are computed on the first half of the seeds and on the second half, and compared as
+two independent estimates by the rule of ``make reproduce`` (:func:`dgro_lib.report.claims.compare_tables`): a
+claim is *consistent* when the halves differ by under 1.96 x sqrt(se_1^2 + se_2^2) and reach the same verdict.
+Every run must be finished in the profile's run store (or restorable from the run archive): this trains nothing.
+Writes ``outputs/<profile>/split_half/<notebook>.csv`` and prints one line per claim."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+
+from dgro_lib.config import find_params, load_config
+from dgro_lib.util.files import atomic_write
+from dgro_lib.util.paths import OUTPUTS
+
+__all__ = ["NOTEBOOKS", "split_half_check", "main"]
+
+# notebooks whose claims are built from K&K finals + a sampled evaluation
+NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods")
+
+
+def _builder(name, cfg, result, sampled):
+    from dgro_lib.analysis.probes import label_points, method_labels
+    from dgro_lib.papers import dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
+    from dgro_lib.report.claims import judge_claims
+
+    if name in ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting"):
+        return lambda seeds: judge_claims(dgro_fig1_reward_variance.claims(
+            result.finals, result.base["correct"], sampled, seeds=seeds, schemes=cfg.sweep["reward.scheme"]))
+    keys = list(cfg.sweep)
+    if name == "dgro_fig2_beta":
+        lab = label_points(result, keys)
+        return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, lab.metrics, result.base["correct"],
+                                                                sampled, keys=keys, seeds=seeds))
+    lab = label_points(result, keys, labeler=method_labels)
+    return lambda seeds: judge_claims(dgro_fig3_methods.claims(lab.finals, result.base, sampled, seeds=seeds))
+
+
+def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
+    """The split-half table of :func:`dgro_lib.report.claims.split_half` for notebook ``name`` on ``seeds``."""
+    from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+    from dgro_lib.report.claims import split_half
+    from dgro_lib.runs.store import run_key
+    from dgro_lib.config import expand_sweep
+
+    if name not in NOTEBOOKS:
+        raise ValueError(f"split_half: {name!r} is not one of {NOTEBOOKS}")
+    cfg = dataclasses.replace(load_config(find_params(name, profile)), seeds=list(seeds))
+    store = OUTPUTS / profile / "runs"
+    missing = [f"{point} seed {seed}" for point, seed, c in expand_sweep(cfg)
+               if not (store / run_key(c, seed) / "final_eval.json").is_file()]
+    if missing:
+        raise FileNotFoundError(f"split_half: {len(missing)} run(s) not finished in {store}: {missing[:6]} "
+                                "(train them first; this check trains nothing)")
+    protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run_experiment(cfg, tmp, workers=1, store=store, evaluations=[protocol])
+        sampled = evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1])
+        return split_half(_builder(name, cfg, result, sampled), list(seeds))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", choices=NOTEBOOKS)
+    parser.add_argument("--seeds", required=True, help="comma-separated, at least 4 (e.g. 0,1,2,3)")
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    table = split_half_check(args.notebook, seeds, profile=args.profile)
+    first, second = table.attrs["halves"]
+    out = OUTPUTS / args.profile / "split_half" / f"{args.notebook}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = table.assign(first_half=",".join(map(str, first)), second_half=",".join(map(str, second)))
+    atomic_write(out, lambda tmp: written.to_csv(tmp, index=False))
+    for r in table.itertuples():
+        print(f"[split-half] {r.claim:60s} {r.value:+9.3f} vs {r.reference:+9.3f}  allowed {r.allowed:7.3f}  "
+              f"{r.status:10s} {r.verdict} / {r.verdict_reference}")
+    counts = table["status"].value_counts().to_dict()
+    print(f"[split-half] {args.notebook}: seeds {first} vs {second}: {counts} -> {out}")
+    return 0 if set(table["status"]) <= {"consistent", "identical"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
