@@ -32,19 +32,17 @@ output_dir = None  # default: ../outputs/<profile>/00_base_model
 
 # %%
 import json
-from pathlib import Path
 
 from dgro_lib.analysis.probes import base_model_info, base_model_summary
 from dgro_lib.papers.miniature_map import base_model_claims
+from dgro_lib.papers.notebook import open_notebook
 from dgro_lib.report.claims import write_claims
-from dgro_lib.config import find_params, load_config
 from dgro_lib.runs.experiment import base_model_tables
 from dgro_lib.runs.inputs import resolve_model_path
 from dgro_lib.models import load_model
 from dgro_lib.analysis.plots import save_figure, success_rate_histogram
 
-cfg = load_config(find_params("00_base_model", profile))
-out = Path(output_dir or f"../outputs/{profile}/00_base_model")
+cfg, out = open_notebook("00_base_model", profile, output_dir)
 out.mkdir(parents=True, exist_ok=True)
 path = resolve_model_path(cfg)
 model, tokenizer = load_model(path)

@@ -39,18 +39,15 @@ output_dir = None  # default: ../outputs/<profile>/01_miniature_map
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.analysis.probes import rl_map_table
 from dgro_lib.papers.miniature_map import map_claims
+from dgro_lib.papers.notebook import open_notebook
 from dgro_lib.report.claims import format_claims, write_claims
-from dgro_lib.config import find_params, load_config
 from dgro_lib.runs.experiment import evaluate_base_candidates, evaluate_runs, run_experiment
 from dgro_lib.util.files import atomic_write
 from dgro_lib.analysis.plots import rl_map_figure, save_figure
 
-cfg = load_config(find_params("01_miniature_map", profile))
-out = Path(output_dir or f"../outputs/{profile}/01_miniature_map")
+cfg, out = open_notebook("01_miniature_map", profile, output_dir)
 store = out.parent / "runs"  # the profile's shared run store
 out.mkdir(parents=True, exist_ok=True)
 print(f"profile={profile}  base={cfg.model.embedded_preset}  {len(cfg.seeds)} seed(s) x {cfg.sweep}")

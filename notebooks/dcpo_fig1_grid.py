@@ -38,17 +38,12 @@ output_dir = None  # default: ../outputs/<profile>/dcpo_fig1_grid
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.papers.dcpo_fig1_grid import claims
-from dgro_lib.analysis.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.analysis.dcpo import method_sweep, sweep_figures, temperature_phases
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
-cfg = load_config(find_params("dcpo_fig1_grid", profile))
-out = Path(output_dir or f"../outputs/{profile}/dcpo_fig1_grid")
+cfg, out = open_notebook("dcpo_fig1_grid", profile, output_dir)
 h0 = cfg.loss.kwargs["entropy_base"]
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.extra['labels']}; {cfg.train.max_steps} steps; H0 = {h0}")
 
@@ -83,9 +78,7 @@ phases.round(4)
 # Entropy: each run's mean H over the last fifth of training (per-run scalars).
 
 # %%
-table = write_claims(out, claims(sweep))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(sweep))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -94,7 +87,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None, unit="nats/token",
-                            title=f"dcpo_fig1_grid: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "fig1_verdicts")
-fig
+draw_verdicts(out / "fig1_verdicts", sweep.finals, table, by="point", base=None, unit="nats/token",
+              title=f"dcpo_fig1_grid: the claims at the run level ({profile} profile)")

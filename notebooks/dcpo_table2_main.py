@@ -47,8 +47,7 @@ backbone = None  # paper profile: which of the params' backbones (default: the f
 from pathlib import Path
 
 from dgro_lib.papers.dcpo_table2_main import claims
-from dgro_lib.analysis.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
+from dgro_lib.papers.notebook import show_claims, draw_verdicts
 from dgro_lib.config import find_params, load_config
 from dgro_lib.analysis.dcpo import method_sweep, pass_at_k_frame, per_benchmark, select_backbone, sweep_figures
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
@@ -110,9 +109,7 @@ efig
 # Table 3's pass@k on the contest benchmarks is judged the same way.
 
 # %%
-table = write_claims(out, claims(sweep, contest=cfg.extra["contest_benchmarks"], k=k))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(sweep, contest=cfg.extra["contest_benchmarks"], k=k))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -121,7 +118,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None,
-                            title=f"dcpo_table2_main: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "table2_verdicts")
-fig
+draw_verdicts(out / "table2_verdicts", sweep.finals, table, by="point", base=None,
+              title=f"dcpo_table2_main: the claims at the run level ({profile} profile)")

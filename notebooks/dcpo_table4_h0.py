@@ -38,21 +38,17 @@ output_dir = None  # default: ../outputs/<profile>/dcpo_table4_h0
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
 
 import pandas as pd
 
 from dgro_lib.papers.dcpo_table4_h0 import claims
-from dgro_lib.analysis.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.analysis.dcpo import (method_sweep, per_benchmark, policy_entropy, round_significant, sweep_figures,
                                     temperature_phases)
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.analysis.math import math_benchmark_wide
 
-cfg = load_config(find_params("dcpo_table4_h0", profile))
-out = Path(output_dir or f"../outputs/{profile}/dcpo_table4_h0")
+cfg, out = open_notebook("dcpo_table4_h0", profile, output_dir)
 out.mkdir(parents=True, exist_ok=True)
 h0_values = [float(p["kwargs"]["entropy_base"]) for p in cfg.sweep["loss"]]
 default = float(cfg.loss.kwargs["entropy_base"])
@@ -111,9 +107,7 @@ phases.round(4)
 # The calibration check (the calibrated H0 equals the params' default) is exact.
 
 # %%
-table = write_claims(out, claims(sweep, h0_values, default=default, base_entropy=cal["H_nll"], calibrated=calibrated))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(sweep, h0_values, default=default, base_entropy=cal["H_nll"], calibrated=calibrated))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -122,7 +116,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None,
-                            title=f"dcpo_table4_h0: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "table4_verdicts")
-fig
+draw_verdicts(out / "table4_verdicts", sweep.finals, table, by="point", base=None,
+              title=f"dcpo_table4_h0: the claims at the run level ({profile} profile)")

@@ -36,17 +36,12 @@ output_dir = None  # default: ../outputs/<profile>/dcpo_table5_ablation
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.papers.dcpo_table5_ablation import claims
-from dgro_lib.analysis.plots import save_figure, verdict_figure
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.analysis.dcpo import method_sweep, sweep_figures, temperature_phases
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
-cfg = load_config(find_params("dcpo_table5_ablation", profile))
-out = Path(output_dir or f"../outputs/{profile}/dcpo_table5_ablation")
+cfg, out = open_notebook("dcpo_table5_ablation", profile, output_dir)
 h0 = cfg.loss.kwargs["entropy_base"]
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.extra['labels']}; {cfg.train.max_steps} steps; H0 = {h0}")
 
@@ -83,9 +78,7 @@ phases.round(4)
 # for bit, so that row repeats Table 2's DCPO-vs-GRPO comparison with the sign flipped.
 
 # %%
-table = write_claims(out, claims(sweep, twins={"DCPO w/o REINFORCE": "GRPO in dcpo_table2_main"}))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(sweep, twins={"DCPO w/o REINFORCE": "GRPO in dcpo_table2_main"}))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -94,7 +87,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(sweep.finals, table, by="point", base=None,
-                            title=f"dcpo_table5_ablation: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "table5_verdicts")
-fig
+draw_verdicts(out / "table5_verdicts", sweep.finals, table, by="point", base=None,
+              title=f"dcpo_table5_ablation: the claims at the run level ({profile} profile)")

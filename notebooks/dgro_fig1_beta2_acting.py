@@ -39,17 +39,13 @@ output_dir = None  # default: ../outputs/<profile>/dgro_fig1_beta2_acting
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig1_beta2_acting import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-from dgro_lib.analysis.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
-cfg = load_config(find_params("dgro_fig1_beta2_acting", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_beta2_acting")
+cfg, out = open_notebook("dgro_fig1_beta2_acting", profile, output_dir)
 t = cfg.train
 schemes = cfg.sweep["reward.scheme"]
 print(f"profile={profile}  runs={len(cfg.seeds)} seeds x {cfg.sweep}")
@@ -105,9 +101,7 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes)
 # minimum detectable effect of these seeds. The pooled McNemar z is the items-only view, given these models.
 
 # %%
-table = write_claims(out, claims(result.finals, result.base["correct"], sampled, schemes=schemes))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(result.finals, result.base["correct"], sampled, schemes=schemes))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -116,7 +110,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
-                            title=f"dgro_fig1_beta2_acting: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "fig1b_verdicts")
-fig
+draw_verdicts(out / "fig1b_verdicts", result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
+              title=f"dgro_fig1_beta2_acting: the claims at the run level ({profile} profile)")

@@ -38,20 +38,16 @@ output_dir = None  # default: ../outputs/<profile>/dgro_fig1_reward_variance
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.analysis.probes import adam_scale_check
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.inputs import load_eval_records, resolve_model_path
 from dgro_lib.models import load_model
-from dgro_lib.analysis.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import learning_curves, learning_curves_figure, save_figure
 
-cfg = load_config(find_params("dgro_fig1_reward_variance", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_fig1_reward_variance")
+cfg, out = open_notebook("dgro_fig1_reward_variance", profile, output_dir)
 t = cfg.train
 print(f"profile={profile}  runs={len(cfg.seeds)} seeds x {cfg.sweep}")
 print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta2}) clip={t.max_grad_norm}; "
@@ -125,10 +121,8 @@ scale.round(5)
 # detect with 80 % power. The pooled McNemar z is kept as the items-only view, given these trained models.
 
 # %%
-table = write_claims(out, claims(result.finals, result.base["correct"], sampled,
+table = show_claims(out, claims(result.finals, result.base["correct"], sampled,
                                  schemes=cfg.sweep["reward.scheme"]))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -137,7 +131,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
-                            title=f"dgro_fig1_reward_variance: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "fig1_verdicts")
-fig
+draw_verdicts(out / "fig1_verdicts", result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
+              title=f"dgro_fig1_reward_variance: the claims at the run level ({profile} profile)")

@@ -44,17 +44,13 @@ output_dir = None  # default: ../outputs/<profile>/dgro_fig2_beta
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig2_beta import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-from dgro_lib.analysis.plots import verdict_figure, grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
-cfg = load_config(find_params("dgro_fig2_beta", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_fig2_beta")
+cfg, out = open_notebook("dgro_fig2_beta", profile, output_dir)
 t = cfg.train
 keys = list(cfg.sweep)  # loss.kwargs.beta1, loss.kwargs.beta2
 print(f"profile={profile}  runs={len(cfg.seeds)} seeds x {cfg.sweep}")
@@ -110,9 +106,7 @@ ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["p
 # The pooled McNemar z is the items-only view, given these trained models.
 
 # %%
-table = write_claims(out, claims(labelled.finals, labelled.metrics, result.base["correct"], sampled, keys=keys))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(labelled.finals, labelled.metrics, result.base["correct"], sampled, keys=keys))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -121,7 +115,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
-                            title=f"dgro_fig2_beta: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "fig2_verdicts")
-fig
+draw_verdicts(out / "fig2_verdicts", labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
+              title=f"dgro_fig2_beta: the claims at the run level ({profile} profile)")

@@ -38,17 +38,13 @@ output_dir = None  # default: ../outputs/<profile>/dgro_fig3_methods
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from pathlib import Path
-
 from dgro_lib.analysis.probes import label_points, method_labels, rl_map_table
 from dgro_lib.papers.dgro_fig3_methods import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-from dgro_lib.analysis.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import learning_curves, learning_curves_figure, save_figure
 
-cfg = load_config(find_params("dgro_fig3_methods", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_fig3_methods")
+cfg, out = open_notebook("dgro_fig3_methods", profile, output_dir)
 t = cfg.train
 keys = list(cfg.sweep)
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(next(iter(cfg.sweep.values())))} methods; "
@@ -95,9 +91,7 @@ fig
 # claims, with the minimum detectable effect of these seeds; the pooled McNemar z is the items-only view.
 
 # %%
-table = write_claims(out, claims(labelled.finals, result.base, sampled))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(labelled.finals, result.base, sampled))
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -106,7 +100,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
-                            title=f"dgro_fig3_methods: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "fig3_verdicts")
-fig
+draw_verdicts(out / "fig3_verdicts", labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
+              title=f"dgro_fig3_methods: the claims at the run level ({profile} profile)")

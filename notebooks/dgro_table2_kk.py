@@ -39,17 +39,15 @@ workers = None  # parallel runs and evaluations (default: the params file's `wor
 
 # %%
 from functools import partial
-from pathlib import Path
 
 from dgro_lib.analysis.probes import kk_size_table, kk_size_wide, method_labels
 from dgro_lib.papers.dgro_table2_kk import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import config_to_dict, find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims
+from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.analysis.plots import kk_size_figure, save_figure
 
-cfg = load_config(find_params("dgro_table2_kk", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_table2_kk")
+cfg, out = open_notebook("dgro_table2_kk", profile, output_dir)
 sizes, per_size = cfg.extra["table_people"], cfg.extra["puzzles_per_size"]
 by_size = [({}, None, {"eval_people": [k], "n_eval": per_size}) for k in sizes]  # greedy, one held-out set per size
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.sweep}; trained on {cfg.data.train_people} people; "
@@ -89,6 +87,4 @@ fig
 # table's claims, with the minimum detectable effect of these seeds. The pooled McNemar z is the items-only view.
 
 # %%
-table = write_claims(out, claims(evals, labeler=labeler, train_people=cfg.data.train_people))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
+table = show_claims(out, claims(evals, labeler=labeler, train_people=cfg.data.train_people))

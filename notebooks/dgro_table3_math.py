@@ -42,21 +42,19 @@ workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
 from functools import partial
-from pathlib import Path
 
 from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_table3_math import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
-from dgro_lib.config import config_to_dict, find_params, load_config
+from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
+from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.inputs import load_eval_records
 from dgro_lib.runs.inputs import resolve_model_path
 from dgro_lib.analysis.math import DGRO_TABLE3_PAPER, carry_table, math_benchmark_table, math_benchmark_wide, run_labels
 from dgro_lib.runs.store import latest_checkpoint
-from dgro_lib.analysis.plots import verdict_figure, learning_curves, learning_curves_figure, save_figure
+from dgro_lib.analysis.plots import learning_curves, learning_curves_figure, save_figure
 
-cfg = load_config(find_params("dgro_table3_math", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_table3_math")
+cfg, out = open_notebook("dgro_table3_math", profile, output_dir)
 t = cfg.train
 print(f"profile={profile}  base {cfg.model.path if cfg.model.path != 'embedded' else cfg.model.embedded_preset}; "
       f"train on {cfg.data.math_train}, evaluate on {cfg.data.math_eval}; {len(cfg.seeds)} seeds; {t.max_steps} steps "
@@ -137,10 +135,8 @@ carries.round(4)
 # Holm-corrected over the table's claims, with the minimum detectable effect of these seeds.
 
 # %%
-table = write_claims(out, claims(finals, result.base["correct"], sampled, sources,
+table = show_claims(out, claims(finals, result.base["correct"], sampled, sources,
                                  sampled_metric=f"sampled pass@1 (T = {sampled_protocol[0]['temperature']})"))
-print(format_claims(table, verdicts_only=True))
-claims_view(table)
 
 # %% [markdown]
 # ### The verdicts, drawn
@@ -149,7 +145,5 @@ claims_view(table)
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-fig, drawn = verdict_figure(finals, table, by="point", base=result.base["summary"]["accuracy"],
-                            title=f"dgro_table3_math: the claims at the run level ({profile} profile)")
-save_figure(fig, drawn, out / "table3_verdicts")
-fig
+draw_verdicts(out / "table3_verdicts", finals, table, by="point", base=result.base["summary"]["accuracy"],
+              title=f"dgro_table3_math: the claims at the run level ({profile} profile)")

@@ -41,20 +41,19 @@ profile = os.environ.get("DGRO_PROFILE", "cpu")  # ci | cpu | gpu | paper (the s
 output_dir = None  # default: ../outputs/<profile>/dgro_theory
 
 # %%
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dgro_lib.analysis import theory
 from dgro_lib.papers.dgro_theory import claims
+from dgro_lib.papers.notebook import open_notebook
 from dgro_lib.report.claims import write_claims
-from dgro_lib.config import config_to_dict, find_params, load_config
+from dgro_lib.config import config_to_dict
 from dgro_lib.util.manifest import finish_manifest, write_manifest
 from dgro_lib.analysis.plots import gradient_bounds_figure, save_figure, soft_value_figure
 
-cfg = load_config(find_params("dgro_theory", profile))
-out = Path(output_dir or f"../outputs/{profile}/dgro_theory")
+cfg, out = open_notebook("dgro_theory", profile, output_dir)
 out.mkdir(parents=True, exist_ok=True)
 write_manifest(out / "manifest.json", config=config_to_dict(cfg), seed=cfg.seeds[0])
 x = cfg.extra

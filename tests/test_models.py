@@ -273,30 +273,6 @@ def test_sampler_drops_finished_rows_correctly(tiny_model, tok, prompts):
     assert rep == [row for row in batched[:3] for _ in range(3)]
 
 
-@pytest.mark.parametrize("compact_at", [0.125, 0.5, 1.0])
-def test_finished_rows_leave_the_batch_late_with_the_same_tokens(tiny_model, tok, prompts, monkeypatch, compact_at):
-    """Finished rows wait in the batch until they are ``COMPACT_AT`` of it: every completion is the one the sampler
-    gives when each finished row leaves at once (0), greedy and seeded at T = 1 (the live rows alone reach the
-    multinomial, so the random stream is the same), and each greedy row is the one it gives alone."""
-    eos = _eos_with_spread(tiny_model, tok, prompts)
-
-    def runs():
-        return (M.sample(tiny_model, tok, prompts, greedy=True, max_new_tokens=30, eos_token_id=eos),
-                M.sample(tiny_model, tok, prompts[:3], n=4, seed=5, temperature=1.0, max_new_tokens=30,
-                         eos_token_id=eos),
-                M.sample(tiny_model, tok, prompts[:3], n=4, seed=6, temperature=1.3, top_p=0.9, max_new_tokens=30,
-                         eos_token_id=eos))
-
-    monkeypatch.setattr(S, "COMPACT_AT", 0.0)
-    at_once = runs()
-    monkeypatch.setattr(S, "COMPACT_AT", compact_at)
-    late = runs()
-    assert late == at_once
-    assert len({len(r) for r in at_once[0]}) >= 3 and len({len(r) for r in at_once[1]}) >= 2  # rows ended apart
-    for p, row in zip(prompts, late[0]):
-        assert row == M.sample(tiny_model, tok, [p], greedy=True, max_new_tokens=30, eos_token_id=eos)[0]
-
-
 def test_growing_cache_samples_what_the_dynamic_cache_samples(tiny_model, tok, prompts, monkeypatch):
     """The sampler's in-place cache (spare capacity, doubled when full, rows dropped as they finish) gives the
     tokens transformers' DynamicCache gives, greedy and seeded, across several capacity doublings."""

@@ -158,17 +158,10 @@ def _top_p_probs(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
-COMPACT_AT = 0.125
-"""Finished rows leave the batch and the KV cache once they are this fraction of it (0: each at once). Measured by
-bench/sampler_compaction.py, which also checks that the tokens are the same as with 0."""
-
-
 def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: list[list[int]], *,
-                  temperature, top_p=1.0, max_new_tokens, greedy, gen, eos, pad, device,
-                  compact_at: float | None = None) -> None:
+                  temperature, top_p=1.0, max_new_tokens, greedy, gen, eos, pad, device) -> None:
     if max_new_tokens <= 0 or not prompt_ids:
         return
-    compact_at = COMPACT_AT if compact_at is None else compact_at
     # Prefill each distinct prompt once, then copy its cache rows (TRL repeats prompts G times).
     uniq: dict[tuple, int] = {}
     row_to_uniq = [uniq.setdefault(tuple(p), len(uniq)) for p in prompt_ids]
@@ -193,42 +186,28 @@ def _sample_chunk(model, prompt_ids: list[list[int]], out_rows: list[int], out: 
     last_pos = pos[:, -1].to(device)  # (B,) position of each row's last token
     active = torch.tensor(out_rows, dtype=torch.long)  # (B,) output row of each batch row
     eos_t = torch.tensor(eos, dtype=torch.long, device=device) if eos else None
-    live = torch.ones(len(active), dtype=torch.bool, device=device)  # rows still generating
-    finished = 0  # rows that ended but still sit in the batch and the cache
     for t in range(max_new_tokens):
-        # Finished rows wait in the batch for the next compaction (their logits are ignored): dropping each one at once
-        # copies every layer's whole cache per finished row, which at 100 rows was ~12 % of a greedy evaluation's
-        # time. Only the live rows' logits reach argmax / softmax / multinomial, in the same order, so the random
-        # stream is the one an at-once compaction consumes.
-        rows = live.nonzero().squeeze(1) if finished else None
-        lg = logits if rows is None else logits[rows]
         if greedy:
-            nxt = lg.argmax(-1)
+            nxt = logits.argmax(-1)
         else:
-            probs = torch.softmax(lg.float() / temperature, dim=-1)
+            probs = torch.softmax(logits.float() / temperature, dim=-1)
             if top_p < 1.0:  # at 1.0 the probabilities (and so the random stream) are untouched
                 probs = _top_p_probs(probs, top_p)
             nxt = torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(1).to(device)
-        for r, tok in zip((active if rows is None else active[rows.cpu()]).tolist(), nxt.tolist()):
+        for r, tok in zip(active.tolist(), nxt.tolist()):
             out[r].append(tok)
         if t == max_new_tokens - 1:
             break
-        if rows is not None:  # the whole batch's next tokens: the finished rows' are ignored
-            nxt = torch.full((len(active),), pad, dtype=torch.long, device=device).index_copy_(0, rows, nxt)
         if eos_t is not None:
-            ended = torch.isin(nxt, eos_t) & live
-            n_ended = int(ended.sum())
-            if n_ended:
-                live &= ~ended
-                finished += n_ended
-                if finished == len(active):
+            keep = ~torch.isin(nxt, eos_t)
+            if not bool(keep.all()):
+                if not bool(keep.any()):
                     break
-                if finished >= compact_at * len(active):
-                    idx = live.nonzero().squeeze(1)
-                    cache.batch_select_indices(idx)
-                    nxt, mask, last_pos, active = nxt[idx], mask[idx], last_pos[idx], active[idx.cpu()]
-                    live, finished = live[idx], 0
+                idx = keep.nonzero().squeeze(1)
+                cache.batch_select_indices(idx)
+                nxt, mask, last_pos, active = nxt[idx], mask[idx], last_pos[idx], active[idx.cpu()]
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
         last_pos = last_pos + 1
         logits = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last_pos[:, None],
                        past_key_values=cache, use_cache=True).logits[:, -1, :]
+
