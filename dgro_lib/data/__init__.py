@@ -1,12 +1,13 @@
 """Data: Knights & Knaves puzzles and math problems, and the reasoning traces of the embedded model.
 
-* :mod:`.kk` -- K&K records: loaders and prompt formats; it re-exports :mod:`.kk_logic` (statement grammar,
-  solver), :mod:`.kk_render` (official wording, chain of thought) and :mod:`.kk_generate` (puzzle generator).
+* :mod:`.kk` -- K&K records: loaders and prompt formats; it re-exports :mod:`.kk.logic` (statement grammar,
+  solver), :mod:`.kk.render` (official wording, chain of thought) and :mod:`.kk.generate` (puzzle generator);
+  :mod:`.kk.trace` is the embedded model's reasoning trace.
   The names below are its public ones.
-* :mod:`.math` -- math records and prompt formats; it re-exports :mod:`.math_values` (exact answers),
-  :mod:`.math_generate` (offline problems), :mod:`.math_records` (raw benchmark records, multiple choice)
-  and :mod:`.math_datasets` (the registry and :func:`~dgro_lib.data.math.load_math`).
-* :mod:`.trace` -- the K&K reasoning traces of the embedded model's warm-up.
+* :mod:`.math` -- math records and prompt formats; it re-exports :mod:`.math.values` (exact answers),
+  :mod:`.math.generate` (offline problems), :mod:`.math.records` (raw benchmark records, multiple choice)
+  and :mod:`.math.datasets` (the registry and :func:`~dgro_lib.data.math.load_math`).
+* :mod:`.chat` -- prompts through a tokenizer's own chat template, and the ChatML check.
 """
 
 from dgro_lib.data.kk import (

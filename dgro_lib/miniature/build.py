@@ -82,7 +82,7 @@ def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: s
 
     The directory ``cache_dir/<arch>-<config_hash(cfg)>`` holds ``save_pretrained`` model and tokenizer
     files plus ``embedded.json`` (cfg, warm-up stats, library versions). When ``committed`` and the recipe has a
-    committed base (:mod:`.committed`, ``reference/bases/<preset>/``), that copy is installed instead of a build, and
+    committed base (:mod:`dgro_lib.models.committed`, ``reference/bases/<preset>/``), that copy is installed instead of a build, and
     a cached model of that recipe must hold the committed weights (an error naming both digests otherwise).
     ``force`` or ``committed=False`` builds this stage from its recipe (:mod:`dgro_lib.cli.rebuild_base`); with
     ``committed=False`` an uncached stage it continues from is built too. Concurrent builders of the same cfg serialize on a file lock; a build is written

@@ -36,7 +36,7 @@ __all__ = ["warmup", "warmup_records", "heldout_records", "warmup_heldout", "cop
 # Training puzzles use seeds cfg.seed * 1000 + p; held-out ones this base + p (and are deduplicated
 # against training by statement tree, since 2-3 person puzzle streams can collide).
 HELDOUT_SEED_BASE = 990_000
-# Math warm-up problems use this base + cfg.seed (math_worked keeps them disjoint from every held-out problem).
+# Math warm-up problems use this base + cfg.seed (data.math.worked keeps them disjoint from every held-out problem).
 MATH_WARMUP_SEED_BASE = 500_000
 _MATH_MAX_NEW_TOKENS = 128  # the longest worked trace (mul of 3 digits, muladd) is ~45 tokens
 
@@ -140,7 +140,7 @@ def _math_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
     slipped = sum(trace_answer(trace) != r["answer"] for r, trace in pairs)
 
     def heldout():
-        # reserved problems only (math_worked): none of them is a warm-up problem
+        # reserved problems only (data.math.worked): none of them is a warm-up problem
         held = math_data.generate_math(cfg.eval_puzzles, seed=HELDOUT_SEED_BASE, kinds=cfg.math_kinds)
         return [("math", held, _MATH_MAX_NEW_TOKENS)]
 

@@ -1,6 +1,6 @@
 """Committed embedded bases: the pinned output of a warm-up recipe, like a released checkpoint.
 
-The warm-up (:mod:`.supervised`) is the documented, tested way to make an embedded base, but its output depends on
+The warm-up (:mod:`dgro_lib.miniature.supervised`) is the documented, tested way to make an embedded base, but its output depends on
 the CPU it ran on: an Intel Xeon and an AMD EPYC build ``mini`` with other weights even with the AVX2 pin of
 :mod:`dgro_lib.util.numerics` (docs/reproducibility.md has the measured digests). A run trained from one build can never
 be restored on top of the other, so the bases every ``ci`` and ``cpu`` profile starts from are committed, in

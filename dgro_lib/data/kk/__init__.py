@@ -22,9 +22,9 @@ This module loads such records (:func:`load_kk`, :func:`load_kk_hub`) and turns 
 targets (:func:`format_prompt`, :func:`answer_text`). The rest lives in one module per job, and every name is
 re-exported here (``kk.solve``, ``kk.generate``, ...):
 
-* :mod:`.kk_logic` -- the statement grammar (``statements``), evaluation and the solver;
-* :mod:`.kk_render` -- the official wording: statements, quizzes, solutions and the chain of thought;
-* :mod:`.kk_generate` -- the generator of unique-solution puzzles in this format.
+* :mod:`.logic` -- the statement grammar (``statements``), evaluation and the solver;
+* :mod:`.render` -- the official wording: statements, quizzes, solutions and the chain of thought;
+* :mod:`.generate` -- the generator of unique-solution puzzles in this format.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from dgro_lib.data.kk.render import (
     render_sayings,
     render_statement,
 )
-from dgro_lib.data.kk.trace import header_words  # the formal template's quiz; trace renders from kk_logic / kk_render
+from dgro_lib.data.kk.trace import header_words  # the formal template's quiz; trace renders from logic / render
 
 __all__ = [
     "PersonStatement",

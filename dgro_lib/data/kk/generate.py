@@ -1,7 +1,7 @@
 """Knights & Knaves puzzle generator: random statement trees in the official grammar, unique-solution records.
 
 :func:`generate` returns records in the official format (the keys of :data:`dgro_lib.data.kk.OFFICIAL_KEYS`),
-worded by :mod:`.kk_render` and solved by :mod:`.kk_logic`.
+worded by :mod:`.render` and solved by :mod:`.logic`.
 """
 
 from __future__ import annotations

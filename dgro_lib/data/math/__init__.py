@@ -10,11 +10,11 @@ Every record, generated or loaded, has exactly three keys::
 This module formats prompts (:func:`format_prompt`); the rest lives in one module per job, and every name is
 re-exported here (``math.load_math``, ``math.generate_math``, ...):
 
-* :mod:`.math_values` -- exact values: parsing and rendering answers, their equivalent and near-miss forms;
-* :mod:`.math_generate` -- the offline generator of problems with exact answers (:func:`generate_math`);
-* :mod:`.math_worked` -- the math miniature's arithmetic kinds with worked traces (:func:`worked_examples`);
-* :mod:`.math_records` -- a benchmark's raw record to problem and answer, the multiple-choice sets included;
-* :mod:`.math_datasets` -- the registry of benchmark and training sets and their loader (:func:`load_math`).
+* :mod:`.values` -- exact values: parsing and rendering answers, their equivalent and near-miss forms;
+* :mod:`.generate` -- the offline generator of problems with exact answers (:func:`generate_math`);
+* :mod:`.worked` -- the math miniature's arithmetic kinds with worked traces (:func:`worked_examples`);
+* :mod:`.records` -- a benchmark's raw record to problem and answer, the multiple-choice sets included;
+* :mod:`.datasets` -- the registry of benchmark and training sets and their loader (:func:`load_math`).
 
 **Prompts** (:func:`format_prompt`). ``plain`` and ``qwen`` templates as in
 :func:`dgro_lib.data.kk.format_prompt`; both end with ``<think>``, so that the reward's format check counts

@@ -1,7 +1,7 @@
 """The math data sets: where each lives (:data:`MATH_DATASETS`) and how to load it (:func:`load_math`).
 
 :data:`MATH_DATASETS` maps a name to its Hugging Face Hub id, configuration, split, problem and answer
-fields (dotted paths into nested records) and answer post-processing (:mod:`.math_records`). Both papers'
+fields (dotted paths into nested records) and answer post-processing (:mod:`.records`). Both papers'
 sets are there: DGRO Table 3 (MATH-500, AIME 2024, AMC 2023, Minerva, OlympiadBench; training on DeepScaleR
 and ORZ) and DCPO Tables 2-3 (adding AIME 2025, HMMT 2025, GSM8K, and for Qwen3-4B the multiple-choice
 GPQA-diamond and MMLU-Pro, whose options are rendered into the problem with letters and whose gold answer is

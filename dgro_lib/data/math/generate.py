@@ -1,7 +1,7 @@
 """Offline math problems with exact answers, one kind per answer form.
 
 The phrasing of each problem is derived from an exactly computed answer (``fractions.Fraction``; radicals as
-``coeff * sqrt(radicand)`` with a square-free radicand, :mod:`.math_values`). The answers come in several forms
+``coeff * sqrt(radicand)`` with a square-free radicand, :mod:`.values`). The answers come in several forms
 so that math-verify's equivalence is exercised, one per kind (:data:`KINDS`):
 
 ==========  ================================  ===========================
@@ -30,7 +30,7 @@ __all__ = ["KINDS", "ALL_KINDS", "generate_math"]
 KINDS: tuple[str, ...] = ("integer", "fraction", "slash", "decimal", "interval", "sqrt")
 """The default kinds: one per answer form."""
 ALL_KINDS: tuple[str, ...] = KINDS + WORKED_KINDS
-"""Also the math miniature's arithmetic kinds (:mod:`.math_worked`), whose problems come from the part of their space
+"""Also the math miniature's arithmetic kinds (:mod:`.worked`), whose problems come from the part of their space
 the miniature's warm-up never sees."""
 
 
@@ -149,7 +149,7 @@ def generate_math(n: int, *, seed: int = 0, kinds: Sequence[str] = KINDS) -> lis
     """Generate ``n`` distinct problems with exact reference answers, deterministically from ``seed``.
 
     Record ``i`` has kind ``kinds[i % len(kinds)]`` (see the module docstring for the kinds and
-    their answer forms, and :mod:`.math_worked` for the miniature's ``add``, ``mul``, ``muladd`` and ``linear``,
+    their answer forms, and :mod:`.worked` for the miniature's ``add``, ``mul``, ``muladd`` and ``linear``,
     whose integer answers are written plainly); ``source`` is ``"synthetic/<kind>"``. Everything comes from one
     ``random.Random(seed)``, so the output is a pure function of the arguments and
     ``generate_math(k, seed=s)`` is a prefix of ``generate_math(m, seed=s)`` for ``k <= m``.

@@ -2,7 +2,7 @@
 
 A value is a :class:`~fractions.Fraction`, a :class:`Surd` (``coeff * sqrt(radicand)``, square-free
 radicand) or an :class:`Interval`. :func:`parse_exact` reads an answer string of the generator's grammar
-(:mod:`.math_generate`) back into a value and :func:`render_value` writes one. :func:`alternative_forms`
+(:mod:`.generate`) back into a value and :func:`render_value` writes one. :func:`alternative_forms`
 renders a value in other, equivalent forms (``\\frac{1}{2}``, ``\\dfrac{1}{2}``, ``1/2``, ``0.5``,
 ``\\frac{2}{4}``, ...), and :func:`near_miss_forms` in forms that denote a different value (off by one, an
 interval with a flipped end, a truncated decimal ``0.33`` for ``\\frac{1}{3}``), so tests can check what
