@@ -202,3 +202,14 @@ def test_every_module_is_in_the_architecture_page():
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_no_module_is_over_700_lines(path):
     assert len(path.read_text().splitlines()) <= 700
+
+
+def test_loading_a_config_and_the_presets_loads_no_transformers():
+    """The models face is lazy: the config's checks read the embedded presets (plain data) without importing
+    transformers' model classes, so loading a params file stays light (torch comes in with the losses)."""
+    code = ("import sys; from dgro_lib.config import find_params, load_config; import dgro_lib.models.presets; "
+            "load_config(find_params('dgro_fig1_reward_variance', 'cpu')); "
+            "print(sorted(set(sys.modules) & {'transformers', 'trl', 'accelerate', 'peft', 'vllm'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PKG.parent).stdout.strip()
+    assert out == "[]", out

@@ -42,7 +42,12 @@ _WHERE = {
 __all__ = list(_WHERE)
 
 
+_MODULES = ("loading", "tokenizer", "presets", "committed", "sampling", "logprobs")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:  # dgro_lib.models.sampling without importing it first, as an eager face allowed
+        return importlib.import_module(f"dgro_lib.models.{name}")
     if name not in _WHERE:
         raise AttributeError(f"module 'dgro_lib.models' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"dgro_lib.models.{_WHERE[name]}"), name)
@@ -51,4 +56,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+    return sorted(set(globals()) | set(_WHERE) | set(_MODULES))
