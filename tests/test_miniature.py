@@ -65,7 +65,7 @@ def test_warmup_examples_use_the_presets_surface():
 
 
 def test_own_vocabulary_covers_the_presets_prompts_and_is_shared_by_its_stages(tmp_path, monkeypatch):
-    import dgro_lib.miniature.build as emb
+    from dgro_lib.models import presets
     from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
     from dgro_lib.miniature import embedded_tokenizer, get_embedded_base_model
 
@@ -83,7 +83,7 @@ def test_own_vocabulary_covers_the_presets_prompts_and_is_shared_by_its_stages(t
     assert unk in small(kk.format_prompt(english, template="plain"))["input_ids"]  # not its template: unknown words
     # a second stage continues its parent's tokenizer, so the vocabulary must match like the architecture
     parent = apply_overrides_embedded(EMBEDDED_PRESETS["ci"], max_steps=1, n_puzzles=10)
-    monkeypatch.setitem(emb.EMBEDDED_PRESETS, "_test_parent", parent)
+    monkeypatch.setitem(presets.EMBEDDED_PRESETS, "_test_parent", parent)
     child = apply_overrides_embedded(parent, continue_from="_test_parent", vocabulary="own")
     with pytest.raises(ValueError, match="vocabulary 'own' != 'all'"):
         get_embedded_base_model(child, tmp_path)
@@ -244,6 +244,7 @@ def test_two_processes_racing_for_one_run_train_it_once(tmp_path, monkeypatch):
 
 def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monkeypatch):
     import dgro_lib.miniature.build as emb
+    from dgro_lib.models import presets
 
     marks = tmp_path / "built"
     marks.mkdir()
@@ -255,7 +256,7 @@ def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monke
         return real(model, tokenizer, cfg, progress=False)
 
     monkeypatch.setattr(emb, "warmup", counting_warmup)
-    cfg = apply_overrides_embedded(emb.EMBEDDED_PRESETS["ci"], max_steps=2, n_puzzles=20)
+    cfg = apply_overrides_embedded(presets.EMBEDDED_PRESETS["ci"], max_steps=2, n_puzzles=20)
     _race(emb.get_embedded_base_model, [(cfg, tmp_path / "models")] * 2)
     assert len(list(marks.iterdir())) == 1
     assert len(list((tmp_path / "models").glob("*/embedded.json"))) == 1
