@@ -241,3 +241,21 @@ def test_a_manifest_records_commit_versions_seed_config_machine_and_wall_time(tm
     wall = m["wall_time"]
     assert wall["started"] and wall["finished"] and wall["wall_seconds"] >= 0
     assert m["train_seconds"] == 1.5
+
+
+def test_atomic_dir_replaces_a_folder_whole_or_not_at_all(tmp_path):
+    from dgro_lib.util.files import atomic_dir
+
+    dest = tmp_path / "run"
+    dest.mkdir()
+    (dest / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_dir(dest) as tmp:
+            (tmp / "new.txt").write_text("new")
+            raise RuntimeError("killed while writing")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary folder left
+    assert sorted(p.name for p in dest.iterdir()) == ["old.txt"]
+    with atomic_dir(dest) as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert sorted(p.name for p in dest.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]

@@ -11,10 +11,7 @@ presets and what each recipe measured.
 from __future__ import annotations
 
 import json
-import os
 import platform
-import shutil
-import tempfile
 from pathlib import Path
 
 import tokenizers
@@ -29,6 +26,7 @@ from dgro_lib.models.loading import load_model
 from dgro_lib.models.presets import (ARCH_FIELDS, EmbeddedModelConfig, config_hash, preset_names,
                                      resolve_preset)
 from dgro_lib.models.tokenizer import build_embedded_tokenizer, build_math_tokenizer
+from dgro_lib.util.files import atomic_dir
 from dgro_lib.miniature.supervised import warmup
 
 __all__ = ["build_tiny_model", "embedded_tokenizer", "get_embedded_base_model"]
@@ -121,17 +119,10 @@ def get_embedded_base_model(cfg: EmbeddedModelConfig | str = "cpu", cache_dir: s
             model, tokenizer = load_model(get_embedded_base_model(parent, cache_dir, progress=progress,
                                                                   committed=committed))
         stats = warmup(model, tokenizer, cfg, progress=progress)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=cache_dir))
-        try:
+        with atomic_dir(final) as tmp:  # replaces a folder left by force=True, or a stale one without a marker
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             (tmp / "embedded.json").write_text(json.dumps(
                 {"cfg": cfg.to_dict(), "config_hash": config_hash(cfg), "stats": stats,
                  "versions": _versions()}, indent=1))
-            if final.exists():
-                shutil.rmtree(final)  # force=True, or a stale directory without a marker
-            os.rename(tmp, final)  # atomic on one filesystem
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     return final

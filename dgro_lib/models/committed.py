@@ -23,11 +23,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from dgro_lib.util.files import atomic_write
+from dgro_lib.util.files import atomic_dir, atomic_write
 from dgro_lib.util.paths import REPO
 
 __all__ = ["BASES", "BASE_RECORD", "BASES_ENV", "weights_digest", "bases_root", "committed_base", "committed_bases",
@@ -122,20 +121,12 @@ def _copy_folder(src: Path, dest: Path, *, finish=None) -> Path:
     """``dest`` becomes a copy of ``src``'s files (not :data:`BASE_RECORD`), whole or not at all: copied into a
     temporary sibling, ``finish(tmp)`` run on it (a check, or a record to add), then renamed into place. Files are
     copied without their permission bits, so a read-only checkout still gives a writable cache."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
-    try:
+    with atomic_dir(dest) as tmp:
         for f in sorted(src.iterdir()):
             if f.is_file() and f.name != BASE_RECORD:
                 shutil.copyfile(f, tmp / f.name)
         if finish is not None:
             finish(tmp)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return dest
 
 

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterable
@@ -43,7 +42,7 @@ from filelock import FileLock
 
 from dgro_lib.config import ExperimentConfig, config_to_dict
 from dgro_lib.util.manifest import git_info, machine_info
-from dgro_lib.util.files import write_json
+from dgro_lib.util.files import atomic_dir, write_json
 from dgro_lib.models.committed import committed_bases, weights_digest
 from dgro_lib.util.paths import OUTPUTS, REPO
 from dgro_lib.runs.store import config_diff
@@ -324,9 +323,7 @@ def _replace_dir(dest: Path, src_run: Path, meta: dict, keep: tuple[str, ...] = 
     """``dest`` becomes a copy of ``src_run``'s result files plus ``archived.json`` (``meta``), whole or not at all:
     the copy is made in a temporary sibling folder and renamed into place. The sub-folders ``keep`` of an existing
     ``dest`` (its further replicates) are carried over."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
-    try:
+    with atomic_dir(dest) as tmp:
         for f in _result_files(src_run):
             if f.name == ARCHIVED:
                 continue
@@ -334,15 +331,9 @@ def _replace_dir(dest: Path, src_run: Path, meta: dict, keep: tuple[str, ...] = 
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, target)
         write_json(tmp / ARCHIVED, meta)
-        for name in keep:  # copied, not moved: a failure before the rename below leaves dest whole
+        for name in keep:  # copied, not moved: a failure before the rename leaves dest whole
             if (dest / name).is_dir():
                 shutil.copytree(dest / name, tmp / name)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def compare_replicates(archive: str | Path, runs_csv: str | Path, *, other: str | None = None) -> pd.DataFrame:

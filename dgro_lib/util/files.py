@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["atomic_path", "atomic_write", "write_json"]
+__all__ = ["atomic_path", "atomic_dir", "atomic_write", "write_json"]
 
 
 @contextlib.contextmanager
@@ -32,6 +33,24 @@ def atomic_path(path: str | Path, *, suffix: str = ".tmp") -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary sibling folder of ``path`` to fill; on a clean exit it replaces ``path`` (an old
+    folder there is removed, then the rename, atomic on one filesystem), on an exception it is removed and ``path``
+    is left as it was. Readers see the old folder, then the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
