@@ -182,6 +182,41 @@ def test_a_run_from_another_machine_is_kept_as_a_replicate_never_replaced(traine
     assert not restorable(cfg, 0, archive, key, "1" * 64) and not restorable(cfg, 1, archive, key, "0" * 64)
 
 
+def test_a_retrained_twin_is_noted_not_kept_as_a_replicate(trained, tmp_path):
+    """The same run trained again from the same base (another wall time, another experiment's sweep tag) generates
+    the same text: no second replicate, the retraining noted, an evaluation the archive lacked added. A run whose
+    outcomes differ in one item is a replicate."""
+    import shutil
+
+    from dgro_lib.runs.archive import outcomes_digest
+
+    cfg, _, root, _ = trained
+    key = run_key(cfg, 0)
+    archive, store = tmp_path / "archive", tmp_path / "store"
+    shutil.copytree(root / "archive", archive)
+    shutil.copytree(root / "store" / key, store / key)
+    (store / key / ARCHIVED).unlink(missing_ok=True)  # a fresh training, not a restored copy
+    final = json.loads((store / key / "final_eval.json").read_text())
+    final["summary"] |= {"wall_s": final["summary"]["wall_s"] + 7.5, "train_seconds": 1.0, "loss.kwargs.beta1": 0.1}
+    (store / key / "final_eval.json").write_text(json.dumps(final))
+    assert outcomes_digest(store / key / "final_eval.json") == outcomes_digest(archive / key / "final_eval.json")
+    lacking = sorted((archive / key / "evals").glob("*.json"))[0]
+    lacking.unlink()
+    before = (archive / key / "final_eval.json").read_bytes()
+    assert archive_runs(store, archive) == [key]
+    assert len(replicates(archive, key)) == 1 and not (archive / key / REPLICATES).exists()
+    assert (archive / key / "final_eval.json").read_bytes() == before  # the archived copy is kept as it was
+    assert lacking.is_file()
+    meta = json.loads((archive / key / ARCHIVED).read_text())
+    assert len(meta["retrained_identical"]) == 1 and meta["retrained_identical"][0]["machine"]["cpu_vendor"]
+    # one item's outcome differs: another replicate
+    final["correct"][0] = not final["correct"][0]
+    (store / key / "final_eval.json").write_text(json.dumps(final))
+    assert outcomes_digest(store / key / "final_eval.json") != outcomes_digest(archive / key / "final_eval.json")
+    archive_runs(store, archive)
+    assert len(replicates(archive, key)) == 2
+
+
 def test_a_replicate_from_a_committed_base_becomes_the_reference(trained, tmp_path, monkeypatch):
     import shutil
 

@@ -14,7 +14,10 @@ another *replicate* of the run: kept beside the first under ``<key>/replicates/<
 and never overwritten. ``<key>/`` itself holds the *reference replicate*, the one the notebooks restore by default:
 the first one archived, unless a later one was trained from a committed base (:mod:`dgro_lib.models.committed`) and
 it was not, in which case the later one takes its place and the earlier one moves to ``replicates/``. Re-archiving a
-replicate with the same base and the same per-item results refreshes it in place (e.g. to add an evaluation).
+replicate with the same base and the same per-item results refreshes it in place (e.g. to add an evaluation). A
+run trained again from the same base to the same outcomes (:func:`outcomes_digest`: the same text, other wall times
+or sweep tags) is no new replicate either: the archived one is kept, any evaluation it lacks is added, and the
+retraining is noted in its ``archived.json`` (``retrained_identical``) as a check that training is deterministic.
 :func:`replicates` lists them for a statistical comparison across machines.
 
 :func:`restore_runs` is the other direction (``python -m dgro_lib.cli.reproduce`` does it by default; ``--retrain``
@@ -42,12 +45,12 @@ from filelock import FileLock
 
 from dgro_lib.config import ExperimentConfig, config_to_dict
 from dgro_lib.util.manifest import git_info, machine_info
-from dgro_lib.util.files import atomic_dir, write_json
+from dgro_lib.util.files import atomic_dir, atomic_path, write_json
 from dgro_lib.models.committed import committed_bases, weights_digest
 from dgro_lib.util.paths import OUTPUTS, REPO
 from dgro_lib.runs.store import config_diff
 
-__all__ = ["compare_replicates", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
+__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
@@ -84,6 +87,16 @@ def _result_files(run_dir: Path) -> list[Path]:
     return sorted(top) + evals
 
 
+def _add_missing_evaluations(folder: Path, run_dir: Path) -> None:
+    """Copy the stored evaluations (``evals/*.json``) of ``run_dir`` that the archived ``folder`` lacks."""
+    for f in sorted((run_dir / "evals").glob("*.json")) if (run_dir / "evals").is_dir() else []:
+        target = folder / "evals" / f.name
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(target) as tmp:
+                shutil.copy2(f, tmp)
+
+
 REPLICATES = "replicates"
 """The sub-folder of an archived run that holds its further replicates, one folder each."""
 
@@ -106,6 +119,27 @@ def machine_kind(manifest: dict) -> dict:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+OUTCOME_FIELDS = ("correct", "protocol", "evaluated_on")
+"""The parts of ``final_eval.json`` that are the run's results; what :func:`outcomes_digest` hashes."""
+
+OUTCOME_SUMMARY_FIELDS = ("accuracy", "n", "mean_length", "truncated", "format_rate")
+"""The summary fields that are measured on the generated text. The rest are not results: the wall times
+(``wall_s``, ``train_seconds``) differ between two trainings of the same run, and the sweep tags (``reward.scheme``,
+``loss.kwargs.beta1``, ...) name the experiment that trained it, which another experiment sharing the run names
+differently."""
+
+
+def outcomes_digest(final_eval: str | Path) -> str:
+    """sha256 of a run's results alone: its per-item outcomes, evaluation protocol and placement, and the summary
+    fields measured on the text (:data:`OUTCOME_SUMMARY_FIELDS`), without wall times or sweep tags. Two trainings of
+    one configuration and seed that generated the same text have the same digest, whatever their timings, and
+    whichever experiment trained them."""
+    d = json.loads(Path(final_eval).read_text())
+    body = {k: d.get(k) for k in OUTCOME_FIELDS}
+    body["summary"] = {k: d.get("summary", {}).get(k) for k in OUTCOME_SUMMARY_FIELDS}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _replicate_id(meta: dict) -> str:
@@ -182,10 +216,23 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
         same = [(rid, folder) for rid, folder, m in existing
                 if (m["base_weights_sha256"], m["results_sha256"]) == (meta["base_weights_sha256"],
                                                                        meta["results_sha256"])]
+        outcomes = outcomes_digest(run_dir / "final_eval.json")
+        twins = [(rid, folder, m) for rid, folder, m in existing if not same
+                 and m["base_weights_sha256"] == meta["base_weights_sha256"]
+                 and outcomes_digest(folder / "final_eval.json") == outcomes]
         if same:  # the same replicate again (e.g. with a new evaluation): it keeps when it was first archived
             first = next(m for rid, _, m in existing if rid == same[0][0])
             meta = {**meta, **{k: first[k] for k in ("archived", "archived_at_commit") if k in first}}
             _replace_dir(same[0][1], run_dir, meta)
+        elif twins:  # trained again from the same base, to the same outcomes: a check of determinism, no replicate
+            rid, folder, first = twins[0]
+            _add_missing_evaluations(folder, run_dir)
+            seen = {"trained_at_commit": meta["trained_at_commit"], "machine": meta["machine"],
+                    "archived": meta["archived"]}
+            write_json(folder / ARCHIVED, {**first, "retrained_identical": [*first.get("retrained_identical", []),
+                                                                            seen]})
+            print(f"[archive] {run_dir.name}: trained again with the same outcomes as replicate {rid} "
+                  "(only its timings or sweep tags differ); noted in its archived.json, no new replicate", flush=True)
         elif not existing:
             _replace_dir(top, run_dir, meta)
         elif meta["base_weights_sha256"] in pinned and existing[0][2]["base_weights_sha256"] not in pinned:
