@@ -88,7 +88,10 @@ fig
 # GRPO against online DPO, every method against the base model, and each DGRO arm's held-out response length
 # against the base's (a claim of no difference, within 10 % of the base's length). Each is the difference of run
 # means with its 95 % interval over seeds and puzzles, judged by one rule, Holm-corrected over the notebook's
-# claims, with the minimum detectable effect of these seeds; the pooled McNemar z is the items-only view.
+# claims, with the minimum detectable effect of these seeds; the pooled McNemar z is the items-only view. The
+# method contrasts are read twice: in greedy accuracy, and in the sampled pass@1 estimate (avg@k at T = 1 on the
+# first `sampled_eval_puzzles` puzzles), the paper's "pass@1" at its temperature, whose spread between seeds is a
+# fraction of greedy's, so it is the reading that these seeds can power.
 
 # %%
 table = show_claims(out, claims(labelled.finals, result.base, sampled))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dgro_lib.report.inference import compare, holm, level, mde
+from dgro_lib.report.inference import compare, holm, level, mde, projected_mde, seeds_for_mde
 from dgro_lib.report.verdict import at_floor_or_ceiling, judge, judge_family
 
 
@@ -149,3 +149,40 @@ def test_verdict_vocabulary():
     verdicts, adjusted = judge_family([e, same, same], ["higher", "higher", "none"])
     assert verdicts == ["reproduced", "inconclusive", "estimate"] and math.isnan(adjusted[2])
     assert at_floor_or_ceiling([0.0, 0.01]) and at_floor_or_ceiling([0.99, 1.0]) and not at_floor_or_ceiling([0, 0.5])
+
+
+def test_projected_mde_at_the_measured_seeds_is_compares_own():
+    # arm B = 1 - arm A: the two arms' run means have exactly the same spread, the one assumption the projection
+    # makes, so at the measured seed count it must give compare's MDE (same se split, same Satterthwaite df)
+    rng = np.random.default_rng(11)
+    a, _, base, _ = simulate(rng, n=5, items=300)
+    for e in (compare(a, 1.0 - a), compare(a, base=base)):
+        assert projected_mde(e.se, e.se_runs, e.seeds_a, e.seeds_b, e.n_items, e.seeds_a) == pytest.approx(e.mde,
+                                                                                                           rel=1e-9)
+
+
+def test_projected_mde_scales_the_run_part_and_keeps_the_item_part():
+    # no item part: se = se_runs, which scales with 1 / sqrt(seeds); the df is Welch's 2 (m - 1)
+    se = 2.0
+    for m in (4, 16, 64):
+        want = (stats.t.ppf(0.975, 2 * m - 2) + stats.t.ppf(0.8, 2 * m - 2)) * se * math.sqrt(4 / m)
+        assert projected_mde(se, se, 4, 4, 1200, m) == pytest.approx(want, rel=1e-12)
+    # the arm-specific item part stays: with unlimited seeds the MDE tends to (z_.975 + z_.8) x that part
+    far = projected_mde(math.hypot(2.0, 1.5), 2.0, 4, 4, 1200, 10 ** 6)
+    assert far == pytest.approx((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * 1.5, rel=1e-3)
+    assert math.isnan(projected_mde(1.0, math.nan, 1, 1, 10, 4))
+    with pytest.raises(ValueError, match="seeds must be at least 2"):
+        projected_mde(1.0, 1.0, 3, 3, 10, 1)
+
+
+def test_seeds_for_mde_is_the_smallest_count_that_reaches_the_target():
+    cases = [(2.0, 2.0, 3, 3, 1200), (3.1, 2.4, 16, 16, 1200), (1.5, 1.2, 9, 0, 1200), (0.5, 0.5, 3, 3, 0)]
+    for se, se_runs, na, nb, items in cases:
+        for target in (1.0, 3.0, 5.0):
+            got = seeds_for_mde(se, se_runs, na, nb, items, target)
+            loop = next((m for m in range(2, 10_001) if projected_mde(se, se_runs, na, nb, items, m) <= target),
+                        math.inf)  # the loop reference
+            assert got == loop, (se, se_runs, na, nb, target)
+    # an item part of 1.5 points alone needs an MDE of ~4.2: no seed count reaches 3
+    assert seeds_for_mde(math.hypot(2.0, 1.5), 2.0, 4, 4, 1200, 3.0) == math.inf
+    assert math.isnan(seeds_for_mde(1.0, math.nan, 1, 0, 10, 3.0))

@@ -76,6 +76,21 @@ def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
     assert (same["verdict"] == "reproduced") == (-2 < same["ci_low"] and same["ci_high"] < 2)
     cell = t.loc["beta1=0.1, beta2=0.1 - beta1=0.1, beta2=0.0: greedy (points)"]
     assert cell["verdict"] == "estimate"
+    # with the sampled evaluation each judged contrast gets a sampled twin, read from the sampled scores: here the
+    # sampled fractions are 1 - greedy, so the ordering flips and the paper's direction is contradicted
+    sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [1.0 - x for x in c])),
+                         pd.DataFrame([{"run": "base", "correct": [0.5] * 1200}])], ignore_index=True)
+    ts = _verdicts(tmp_path, claims(finals, metrics, base, sampled, keys=keys))
+    g = ts.loc["smaller beta2 is better at beta1 = 1: beta1=1.0, beta2=0.01 - beta1=1.0, beta2=0.1 (points)"]
+    s = ts.loc["smaller beta2 is better at beta1 = 1: beta1=1.0, beta2=0.01 - beta1=1.0, beta2=0.1: sampled (points)"]
+    assert s["value"] == pytest.approx(-g["value"]) and s["verdict"] == "contradicted" and s["metric"] == "sampled"
+    twin = ts.loc["only beta2/beta1 matters under Adam: beta1=0.1, beta2=0.01 - beta1=1.0, beta2=0.1: sampled (points)"]
+    assert twin["direction"] == "equal" and twin["margin"] == 2.0
+    est = ts.loc["beta1=0.1, beta2=0.1 - beta1=0.1, beta2=0.0: sampled (points)"]
+    assert est["verdict"] == "estimate" and est["value"] == pytest.approx(-cell["value"])
+    # 6 sampled gains over the base, the twins of the judged contrasts (1 ordering, 2 equivalences) and of the 4
+    # estimates against beta2 = 0
+    assert len(ts) == len(t) + 6 + 1 + 2 + 4
 
 
 def test_fig3_claims_methods_and_length(tmp_path):
@@ -90,6 +105,17 @@ def test_fig3_claims_methods_and_length(tmp_path):
     length = t.loc["DGRO [-3,3] does not lengthen responses: length - the base's (tokens)"]
     assert length["value"] == pytest.approx(100.0 + 1.5 - 101.0) and length["unit"] == "tokens"
     assert length["margin"] == pytest.approx(10.1) and length["verdict"] == "reproduced"
+    # the sampled twins of the method contrasts read the sampled scores (here 1 - greedy: every ordering flips)
+    sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [1.0 - x for x in c])),
+                         pd.DataFrame([{"run": "base", "correct": [0.5] * 600}])], ignore_index=True)
+    ts = _verdicts(tmp_path, claims(finals, base_eval, sampled))
+    for pair in ("DGRO [-3,3] - GRPO", "GRPO - Online DPO"):
+        assert ts.loc[f"{pair}: sampled (points)", "value"] == pytest.approx(-ts.loc[f"{pair}: greedy (points)",
+                                                                                     "value"])
+        mirrored = {"reproduced": "contradicted", "inconclusive": "inconclusive"}[ts.loc[f"{pair}: greedy (points)",
+                                                                                        "verdict"]]
+        assert ts.loc[f"{pair}: sampled (points)", "verdict"] == mirrored
+    assert ts.loc["DGRO [-3,3] - GRPO: sampled (points)", "verdict"] == "contradicted"
 
 
 def _sweep(points, *, n_items=400, seeds=(0, 1, 2, 3)):

@@ -77,3 +77,14 @@ def test_success_rate_histogram_counts_every_puzzle():
     assert sum(heights) == 5 and sorted(heights) == [1, 1, 1, 2]  # 3 people: both at rate 0, in one bar
     assert ax.get_xlabel() == "per-puzzle success rate over 2 samples (T=1)"
     assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 1
+
+
+def test_short_label_keeps_both_ends_so_metric_twins_stay_distinct():
+    from dgro_lib.analysis.plots import short_label
+
+    head = "smaller beta2 is better at beta1 = 1: beta1=1.0, beta2=0.01 - beta1=1.0, beta2=1.0"
+    greedy, sampled = short_label(head + " (points)"), short_label(head + ": sampled (points)")
+    assert len(greedy) == len(sampled) == 60 and greedy != sampled
+    assert greedy.startswith("smaller beta2") and sampled.endswith("beta2=1.0: sampled (points)") and "..." in greedy
+    assert short_label("short claim (points)") == "short claim (points)"
+    assert len(short_label("x" * 61)) == 60 and len(short_label("x" * 200, width=41)) == 41

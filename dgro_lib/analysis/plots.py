@@ -17,7 +17,7 @@ from dgro_lib.util.files import atomic_write
 
 __all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
            "success_rate_histogram", "rl_map_figure", "soft_value_figure", "gradient_bounds_figure",
-           "kk_size_figure", "grad_ratio_figure"]
+           "kk_size_figure", "grad_ratio_figure", "verdict_figure", "short_label", "VERDICT_COLORS"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
@@ -310,6 +310,15 @@ VERDICT_COLORS = {"reproduced": "#1b7837", "contradicted": "#b2182b", "inconclus
                   "not testable at this scale": "#bdbdbd", "estimate": "#4d4d4d"}
 
 
+def short_label(text: str, width: int = 60) -> str:
+    """``text`` in at most ``width`` characters, the middle cut out: a claim's head names the comparison and its
+    tail the metric (greedy / sampled twins differ only there), so both ends stay readable."""
+    if len(text) <= width:
+        return text
+    tail = (width - 3) // 2
+    return text[:width - 3 - tail] + "..." + text[-tail:]
+
+
 def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value: str = "accuracy",
                    level_metric: str = "greedy accuracy", order: Sequence[str] | None = None, title: str = "",
                    base: float | None = None, unit: str = "points") -> tuple[plt.Figure, pd.DataFrame]:
@@ -352,7 +361,7 @@ def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value
         ax2.annotate(f"{mark}: {r.verdict}", (1.01, yi), xycoords=("axes fraction", "data"), fontsize=7, va="center",
                      color=VERDICT_COLORS.get(r.verdict, "black"), annotation_clip=False)
     ax2.axvline(0, color="black", lw=0.8)
-    ax2.set_yticks(y, [c if len(c) < 60 else c[:57] + "..." for c in tests["claim"]], fontsize=7)
+    ax2.set_yticks(y, [short_label(c) for c in tests["claim"]], fontsize=7)
     ax2.set_xlabel(f"estimate, {unit} (95 % CI over seeds and items; verdicts after Holm)")
     ax2.set_title("the claims tested")
     if title:

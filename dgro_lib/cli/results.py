@@ -23,9 +23,10 @@ import pandas as pd
 from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import REPO
 from dgro_lib.report.claims import read_claims
+from dgro_lib.report.inference import seeds_for_mde
 
 __all__ = ["claims_table", "notebook_block", "render", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
-           "END", "ORDER", "NOTEBOOKS"]
+           "END", "ORDER", "NOTEBOOKS", "seeds_needed", "MDE_TARGET"]
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -47,6 +48,9 @@ NOTEBOOKS = ["00_base_model", "01_miniature_map", *ORDER]
 VERDICTS = ["reproduced", "contradicted", "inconclusive", "not testable at this scale"]
 # a level of accuracy (a fraction) is shown in percent; every other unit as it is
 _SCALE = {"accuracy": 100.0}
+# the effect, in points, that an arm-vs-arm comparison should be able to detect: the papers' differences between
+# arms are a few points, so a comparison that cannot see 3 is no test of them
+MDE_TARGET = 3.0
 
 
 def _fmt(x: float, unit: str) -> str:
@@ -99,11 +103,35 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def seeds_needed(claims: pd.DataFrame, target: float = MDE_TARGET) -> pd.Series:
+    """For each arm-vs-arm claim in points that carries a test (two arms of two or more runs, verdict neither
+    ``estimate`` nor not testable), the runs per arm its MDE would need to reach ``target``, the measured seed
+    spread and item part held (:func:`~dgro_lib.report.inference.seeds_for_mde`); indexed like ``claims``.
+    ``inf`` where no seed count does. An estimate tests nothing, so its MDE sets no target."""
+    keep = ((claims["unit"] == "points") & (claims["seeds_b"].astype(float) >= 2)
+            & ~claims["verdict"].isin(["estimate", "not testable at this scale"])
+            & np.isfinite(claims["se"].astype(float)) & np.isfinite(claims["se_runs"].astype(float)))
+    return pd.Series({i: seeds_for_mde(float(r.se), float(r.se_runs), int(r.seeds_a), int(r.seeds_b),
+                                       int(r.n_items), target) for i, r in claims[keep].iterrows()}, dtype=float)
+
+
+def _seeds_cell(claims: pd.DataFrame, need: pd.Series) -> str:
+    """Per metric of a notebook's arm-vs-arm claims (in the order they appear), the most runs per arm any of them
+    needs for the target MDE: what it takes for every such comparison in that metric to be powered."""
+    if need.empty:
+        return "—"
+    by = claims.loc[need.index, "metric"]
+    show = {m: need[by == m].max() for m in dict.fromkeys(by)}
+    return "; ".join(f"{m} {'∞' if math.isinf(x) else f'{x:.0f}'}" for m, x in show.items())
+
+
 def _overview(table: pd.DataFrame) -> list[str]:
-    """Per notebook, its judged claims counted by verdict with the range of their minimum detectable effects; then
-    the totals."""
-    lines = ["| notebook | judged claims | " + " | ".join(VERDICTS) + " | seeds per arm | MDE (points) |",
-             "|---|---|" + "---|" * len(VERDICTS) + "---|---|"]
+    """Per notebook, its judged claims counted by verdict with the range of their minimum detectable effects and
+    the seeds per arm its arm-vs-arm claims would need for an MDE of :data:`MDE_TARGET` (:func:`seeds_needed`: the
+    most any claim in a metric needs, per metric); then the totals."""
+    lines = ["| notebook | judged claims | " + " | ".join(VERDICTS) + " | seeds per arm | MDE (points) "
+             f"| seeds per arm for an MDE ≤ {MDE_TARGET:g} between arms, per metric |",
+             "|---|---|" + "---|" * len(VERDICTS) + "---|---|---|"]
     for name, g in table.groupby("notebook", sort=False):
         counts = g["verdict"].value_counts()
         stat = g[np.isfinite(g["se"].astype(float))]
@@ -111,7 +139,7 @@ def _overview(table: pd.DataFrame) -> list[str]:
         pts = stat[(stat["unit"] == "points") & (stat["verdict"] != "not testable at this scale")]["mde"].dropna()
         mde = f"{pts.min():.1f}–{pts.max():.1f}" if len(pts) else "—"
         lines.append(f"| `{name}` | {len(g)} | " + " | ".join(str(int(counts.get(v, 0))) for v in VERDICTS)
-                     + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} |")
+                     + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} | {_seeds_cell(g, seeds_needed(g))} |")
     counts = table["verdict"].value_counts() if not table.empty else pd.Series(dtype=int)
     return lines + ["", f"In all, {len(table)} judged claims: "
                     + ", ".join(f"{k} {v}" for k, v in counts.items()) + "."]

@@ -44,7 +44,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["Estimate", "compare", "level", "holm", "mde", "as_runs", "mcnemar_z"]
+__all__ = ["Estimate", "compare", "level", "holm", "mde", "as_runs", "mcnemar_z", "projected_mde", "seeds_for_mde"]
 
 ALPHA = 0.05
 POWER = 0.80
@@ -222,6 +222,52 @@ def level(a, *, scale: float = 1.0, **kw) -> Estimate:
     """An arm's level (mean over runs of the per-run mean), with the same two-level interval as :func:`compare`;
     ``scale`` defaults to 1 (a level is quoted in the metric's own unit)."""
     return compare(a, scale=scale, **kw)
+
+
+def projected_mde(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items: int, seeds: int, *,
+                  alpha: float = ALPHA, power: float = POWER) -> float:
+    """The MDE that a comparison measured as (``se``, ``se_runs``) with ``seeds_a`` vs ``seeds_b`` runs (0: against
+    a fixed base) on ``n_items`` items would have with ``seeds`` runs in each arm, the runs' spread and the items
+    held as measured: the run part s_a^2 / n_a + s_b^2 / n_b scales to (s_a^2 + s_b^2) / seeds, the arm-specific
+    item part (se^2 - se_runs^2) stays, and the degrees of freedom are :func:`compare`'s Satterthwaite value over
+    both levels. The two arms' spreads are taken as equal where the split matters (unequal seed counts, and the
+    df), the only assumption beyond the measured numbers. With ``seeds`` = the measured counts and equal spreads
+    it is :func:`compare`'s own MDE. Same unit as ``se``; NaN when the spread was not measured (one run)."""
+    if seeds < 2:
+        raise ValueError(f"projected_mde: seeds must be at least 2 (a spread needs two runs), got {seeds}")
+    if not (math.isfinite(se) and math.isfinite(se_runs)) or seeds_a < 2 or seeds_b == 1:
+        return math.nan
+    two = seeds_b > 0
+    # per-run variance of one arm, the arms' spreads taken equal: se_runs^2 = s^2 (1/n_a + 1/n_b)
+    s2 = se_runs ** 2 / (1 / seeds_a + (1 / seeds_b if two else 0.0))
+    q = s2 / seeds  # each arm's share at the projected count
+    excess = max(se ** 2 - se_runs ** 2, 0.0)  # the arm-specific item effect: no seed count removes it
+    se_m = math.sqrt(q * (2 if two else 1) + excess)
+    denom = q ** 2 * (2 if two else 1) / (seeds - 1) + (excess ** 2 / (n_items - 1) if n_items > 1 else 0.0)
+    df = se_m ** 4 / denom if denom > 0 else float(2 * seeds - 2 if two else seeds - 1)
+    return mde(se_m, df, alpha=alpha, power=power)
+
+
+def seeds_for_mde(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items: int, target: float, *,
+                  alpha: float = ALPHA, power: float = POWER, max_seeds: int = 10_000) -> float:
+    """The fewest runs per arm (at least 2) whose :func:`projected_mde` is at most ``target`` (same unit as
+    ``se``): what a comparison would need to detect a ``target``-sized effect. ``inf`` when no seed count does
+    (the item part alone is too large: then only more held-out items help), NaN when the spread was not measured.
+    The MDE falls monotonically with the seeds, so a bisection finds the count."""
+    def at(m: int) -> float:
+        return projected_mde(se, se_runs, seeds_a, seeds_b, n_items, m, alpha=alpha, power=power)
+
+    if not math.isfinite(at(2)):
+        return math.nan
+    if at(2) <= target:
+        return 2
+    if at(max_seeds) > target:
+        return math.inf
+    lo, hi = 2, max_seeds  # at(lo) > target >= at(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if at(mid) <= target else (mid, hi)
+    return hi
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
