@@ -91,7 +91,9 @@ fig
 # claims, with the minimum detectable effect of these seeds; the pooled McNemar z is the items-only view. The
 # method contrasts are read twice: in greedy accuracy, and in the sampled pass@1 estimate (avg@k at T = 1 on the
 # first `sampled_eval_puzzles` puzzles), the paper's "pass@1" at its temperature, whose spread between seeds is a
-# fraction of greedy's, so it is the reading that these seeds can power.
+# fraction of greedy's, so it is the reading that these seeds can power. It complements greedy and does not replace
+# it: in it no method improves on the base (the sampled gains above), so its contrasts compare methods that did not
+# move it.
 
 # %%
 table = show_claims(out, claims(labelled.finals, result.base, sampled))

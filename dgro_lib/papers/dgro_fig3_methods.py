@@ -2,7 +2,8 @@
 
 * every method against the base model, greedy and sampled (the paper: RL improves on it);
 * every DGRO arm beats GRPO, and GRPO beats online DPO, in greedy held-out accuracy and in the sampled pass@1
-  estimate (avg@k at T = 1, the paper's pass@1 at its temperature; the contrast that 16 seeds can power);
+  estimate (avg@k at T = 1, the paper's pass@1 at its temperature: 16 seeds power it, but no method improves on
+  the base in it, so it complements the greedy contrast and does not replace it);
 * DGRO does not lengthen responses: each DGRO arm's mean held-out greedy response length against the base model's,
   a claim of no difference within ``length_margin`` x the base's length."""
 
