@@ -19,7 +19,12 @@ CPU's peak two ways: the theoretical one core FP32 peak at the numerics the proj
 units, 32 FLOP per cycle) and a measured one-thread 1024 x 1024 float32 matmul.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/run_profile.py [--scheme "[-3,3]"] [--seed 1000] [--steps 45]
-        [--json outputs/bench/run_profile.json] [--archive reference/cpu/runs]
+        [--json outputs/bench/run_profile.json] [--archive reference/cpu/runs] [--before]
+
+``--before`` times the code without the two speed-ups this recipe runs with: the loss's forward/backward in one
+padded pass (``train.forward_chunk_rows`` null, as TRL does it) and the sampler on transformers' ``DynamicCache``
+(a ``torch.cat`` of the whole cache at every decode step) instead of its growing buffer. ``bench/run_before_after.py``
+runs both and prints the ratios.
 
 With a seed the notebook trains (0-15), the run is the archived one's twin, and the profile also says whether this
 code reproduces it bit for bit (every puzzle's outcome and every logged training value).
@@ -141,8 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=REPO / "outputs" / "bench" / "run_profile.json")
     parser.add_argument("--archive", type=Path, default=REPO / "reference" / "cpu" / "runs",
                         help="with a notebook's seed: compare the run with its archived twin, item by item")
+    parser.add_argument("--before", action="store_true",
+                        help="without the speed-ups: one padded forward pass, transformers' DynamicCache")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+
+    from transformers import DynamicCache
 
     from dgro_lib.models import sampling
 
@@ -157,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = load_config(find_params("dgro_fig1_reward_variance", "cpu"))
     over = {"reward.scheme": args.scheme, "sweep": {}} | ({"train.max_steps": args.steps} if args.steps else {})
+    if args.before:
+        over["train.forward_chunk_rows"] = None  # not part of the run key: the same run, timed the old way
+        sampling._sampler_cache = lambda config: DynamicCache(config=config)
     cfg = dataclasses.replace(apply_overrides(cfg, over, source="run_profile"), seeds=[args.seed])
     ph = Phases()
 
@@ -262,10 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         gf = flops.get(name, 0) / sec / 1e9 if sec > 0 and name in flops else None
         print(f"{name:34s} {sec:8.1f} {sec / wall:6.1%} {tokens or '':>9} {rate} "
               f"{'' if gf is None else f'{gf:8.3f}'} {'' if gf is None else f'{gf * 1e9 / peak_meas:9.2%}'}")
-    report = {"scheme": args.scheme, "seed": args.seed, "steps": cfg.train.max_steps, "wall_s": wall,
+    report = {"variant": "before" if args.before else "after", "forward_chunk_rows": cfg.train.forward_chunk_rows,
+              "scheme": args.scheme, "seed": args.seed, "steps": cfg.train.max_steps, "wall_s": wall,
               "phases_s": rows, "tokens": token_counts, "flops": flops, "params_per_token": N,
               "peak_flops": {"theoretical_avx2_fp32": peak_theory, "measured_matmul": peak_meas, "ghz": ghz},
-              "load": os.getloadavg(), "accuracy": final["summary"]["accuracy"], "archived_twin": twin}
+              "load": os.getloadavg(), "accuracy": final["summary"]["accuracy"], "archived_twin": twin,
+              "correct": final["correct"], "training_log": metrics}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=float))
     print(f"final greedy accuracy {final['summary']['accuracy']:.4f}; archived twin: {twin['verdict']}")
