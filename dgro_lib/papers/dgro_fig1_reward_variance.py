@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.papers.common import contrast_rows, gain_rows, level_rows, readings
 
 __all__ = ["claims"]
 
@@ -21,14 +21,10 @@ def claims(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *, 
            by: str = "reward.scheme", seeds: Iterable[int] | None = None) -> list[dict]:
     """The claim rows. ``schemes`` in increasing range (``[-1,1]``, ``[-3,3]``, ``[-5,5]``): every later scheme
     is claimed to beat every earlier one. ``sampled``: the sampled evaluation (None: greedy only)."""
-    seeds = list(seeds) if seeds is not None else None
-    greedy = arms(finals, by, seeds=seeds, order=schemes)
+    reads = readings(finals, base_correct, sampled, by, seeds=seeds, order=schemes)
     pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
-    rows = level_rows(greedy, metric="greedy accuracy")
-    rows += gain_rows(greedy, base_correct, metric="greedy")
-    rows += contrast_rows(greedy, pairs, metric="greedy")
-    if sampled is not None:
-        samp, base_fraction = sampled_arms(sampled, finals, by, seeds=seeds, order=schemes)
-        rows += gain_rows(samp, base_fraction, metric="sampled")
-        rows += contrast_rows(samp, pairs, metric="sampled")
+    rows = level_rows(reads[0].scores, metric="greedy accuracy")
+    for r in reads:
+        rows += gain_rows(r.scores, r.base, metric=r.metric)
+        rows += contrast_rows(r.scores, pairs, metric=r.metric)
     return rows

@@ -21,7 +21,7 @@ import pandas as pd
 from dgro_lib.analysis.probes import entropy_fluctuation, point_labels
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare
-from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.papers.common import contrast_rows, gain_rows, level_rows, readings
 
 __all__ = ["claims", "EQUIVALENCE_MARGIN"]
 
@@ -40,16 +40,16 @@ def claims(finals: pd.DataFrame, metrics: pd.DataFrame, base_correct, sampled: p
     column) over the sweep columns ``keys``."""
     seeds = list(seeds) if seeds is not None else None
     order = list(dict.fromkeys(finals["point"]))
-    greedy = arms(finals, "point", seeds=seeds, order=order)
+    reads = readings(finals, base_correct, sampled, "point", seeds=seeds, order=order)
+    greedy = reads[0].scores
     b1s, b2s = sorted(finals[keys[0]].unique()), sorted(finals[keys[1]].unique())
     label = {(b1, b2): _label(b1, b2, keys) for b1 in b1s for b2 in b2s if _label(b1, b2, keys) in greedy}
-    rows = level_rows(greedy, metric="greedy accuracy") + gain_rows(greedy, base_correct, metric="greedy")
-    if sampled is not None:
-        samp, base_fraction = sampled_arms(sampled, finals, "point", seeds=seeds, order=order)
-        rows += gain_rows(samp, base_fraction, metric="sampled")
+    rows = level_rows(greedy, metric="greedy accuracy")
+    for r in reads:
+        rows += gain_rows(r.scores, r.base, metric=r.metric)
     top, positive = b1s[-1], [b for b in b2s if b > 0]
     # the greedy claims keep their names; the sampled twin of each names its metric
-    metrics_ = [(greedy, "greedy", "")] + ([(samp, "sampled", ": {metric}")] if sampled is not None else [])
+    metrics_ = [(r.scores, r.metric, "" if r.metric == "greedy" else ": {metric}") for r in reads]
     if len(positive) >= 2 and (top, positive[0]) in label and (top, positive[-1]) in label:
         for scores, metric, tag in metrics_:
             rows += contrast_rows(scores, [(label[(top, positive[0])], label[(top, positive[-1])], "higher")],

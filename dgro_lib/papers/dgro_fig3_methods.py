@@ -16,7 +16,7 @@ import pandas as pd
 
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare
-from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, sampled_arms
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, readings
 
 __all__ = ["claims"]
 
@@ -28,17 +28,16 @@ def claims(finals: pd.DataFrame, base: dict, sampled: pd.DataFrame | None, *, re
     each run's held-out ``mean_length``) and ``base``, the base model's evaluation."""
     seeds = list(seeds) if seeds is not None else None
     order = list(dict.fromkeys(finals["point"]))
-    greedy = arms(finals, "point", seeds=seeds, order=order)
-    rows = level_rows(greedy, metric="greedy accuracy") + gain_rows(greedy, base["correct"], metric="greedy")
+    reads = readings(finals, base["correct"], sampled, "point", seeds=seeds, order=order)
+    greedy = reads[0].scores
     dgro = [p for p in order if p.startswith("DGRO")]
     pairs = [(p, reference, "higher") for p in dgro if reference in greedy] + (
         [(reference, weakest, "higher")] if {reference, weakest} <= set(greedy) else [])
-    if sampled is not None:
-        samp, base_fraction = sampled_arms(sampled, finals, "point", seeds=seeds, order=order)
-        rows += gain_rows(samp, base_fraction, metric="sampled")
-    rows += contrast_rows(greedy, pairs, metric="greedy")
-    if sampled is not None:
-        rows += contrast_rows(samp, pairs, metric="sampled")
+    rows = level_rows(greedy, metric="greedy accuracy")
+    for r in reads:
+        rows += gain_rows(r.scores, r.base, metric=r.metric)
+    for r in reads:
+        rows += contrast_rows(r.scores, pairs, metric=r.metric)
     base_len = float(base["summary"]["mean_length"])
     lengths = arms(finals, "point", column="mean_length", seeds=seeds, order=dgro)
     for p, runs in lengths.items():
