@@ -1,7 +1,6 @@
 """bench/gpu_check.sh and bench/gpu_check.py without a GPU: the script runs the project's interpreter and refuses a
 torch without CUDA by name before measuring anything; the JSON is written after each measurement."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,14 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench_scripts import load
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "bench" / "gpu_check.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("gpu_check")
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="the refusal is of a CPU-only torch")

@@ -1,19 +1,14 @@
 """bench/run_before_after.py's arithmetic and its log comparison, on made-up profiles (the script itself trains two
 runs and is a benchmark, not a test)."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from bench_scripts import load
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("run_before_after", REPO / "bench" / "run_before_after.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("run_before_after")
 
 
 def _profile(scale: float, wall: float) -> dict:

@@ -1,22 +1,17 @@
 """bench/seed_variance.py on a made-up archive: each column against a loop written here from its definition."""
 
-import importlib.util
 import json
 import math
 import random
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from bench_scripts import load
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("seed_variance", REPO / "bench" / "seed_variance.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("seed_variance")
 
 
 def _sd(xs):
