@@ -22,7 +22,6 @@ A full run of each is ~6 + ~9 min on one idle core of this project's 2-core mach
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import subprocess
@@ -30,19 +29,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from run_profile import same_training_log  # noqa: E402  (one rule for which logged columns must agree)
 
 #: the phases of run_profile.py whose time the two variants can change, and the rest
 PHASES = ("rollout generation", "forward/backward", "periodic evaluation", "final greedy evaluation",
           "sampled evaluation")
-
-
-def same_training_log(a: str, b: str) -> bool:
-    """Whether two runs' ``metrics.csv`` texts hold the same values in every column that is not a timing."""
-    import pandas as pd
-
-    x, y = pd.read_csv(io.StringIO(a)), pd.read_csv(io.StringIO(b))
-    cols = [c for c in x.columns if c in y.columns and not any(t in c for t in ("time", "runtime", "per_second"))]
-    return bool(x[cols].equals(y[cols]))
 
 
 def ratios(before: dict, after: dict) -> list[tuple[str, float, float, float]]:
@@ -88,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, b, a, r in table:
         print(f"{name:26s} {b:9.1f} {a:9.1f} {r:13.2f}")
     same_items = before["correct"] == after["correct"]
-    same_log = same_training_log(before["training_log"], after["training_log"])
+    same_log, _ = same_training_log(before["training_log"], after["training_log"])
     print(f"the two runs: outcomes of the {len(after['correct'])} puzzles {'identical' if same_items else 'differ'} "
           f"(accuracy {before['accuracy']:.4f} before, {after['accuracy']:.4f} after); training log "
           f"{'identical' if same_log else 'differs'}")

@@ -114,12 +114,22 @@ def theoretical_peak() -> tuple[float, float]:
     return mhz / 1e3, mhz * 1e6 * 32
 
 
+def same_training_log(a: str, b: str) -> tuple[bool, list[str]]:
+    """Whether two runs' ``metrics.csv`` texts hold the same values in every shared column that is not a timing,
+    and those columns."""
+    import io
+
+    import pandas as pd
+
+    x, y = pd.read_csv(io.StringIO(a)), pd.read_csv(io.StringIO(b))
+    cols = [c for c in x.columns if c in y.columns and not any(t in c for t in ("time", "runtime", "per_second"))]
+    return bool(x[cols].equals(y[cols])), cols
+
+
 def compare_with_archive(cfg, seed: int, final: dict, metrics: str, archive: Path) -> dict:
     """The archived run with the same run key (the notebook's run for this scheme and seed), if any: whether its
     1,200 per-puzzle outcomes and its training log (rewards, losses, lengths of every step; timings left out) are
     the ones this run produced, i.e. whether the code measured here computes bit for bit what the archive holds."""
-    import pandas as pd
-
     from dgro_lib.runs.store import run_key
 
     key = run_key(cfg, seed)
@@ -128,10 +138,7 @@ def compare_with_archive(cfg, seed: int, final: dict, metrics: str, archive: Pat
         return {"key": key, "verdict": f"none in {archive} (seed {seed} is not a notebook's seed)"}
     old = json.loads(ref.read_text())
     same_items = old["correct"] == final["correct"]
-    import io
-    a, b = pd.read_csv(archive / key / "metrics.csv"), pd.read_csv(io.StringIO(metrics))
-    cols = [c for c in a.columns if c in b.columns and "time" not in c and "runtime" not in c and "per_second" not in c]
-    same_log = a[cols].equals(b[cols])
+    same_log, cols = same_training_log((archive / key / "metrics.csv").read_text(), metrics)
     verdict = ("identical: every puzzle's outcome and every logged training value" if same_items and same_log else
                f"differs: outcomes {'same' if same_items else 'differ'}, training log {'same' if same_log else 'differs'}")
     return {"key": key, "verdict": verdict, "same_outcomes": same_items, "same_training_log": same_log,

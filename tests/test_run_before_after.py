@@ -30,5 +30,5 @@ def test_the_training_logs_compare_values_and_ignore_timings():
     a = "step,loss,reward,step_time,train_runtime\n1,0.5,1.0,3.2,10\n2,0.25,1.5,3.1,20\n"
     slower = "step,loss,reward,step_time,train_runtime\n1,0.5,1.0,9.9,30\n2,0.25,1.5,9.8,60\n"
     rounded = "step,loss,reward,step_time,train_runtime\n1,0.5,1.0,3.2,10\n2,0.2500001,1.5,3.1,20\n"
-    assert m.same_training_log(a, slower)
-    assert not m.same_training_log(a, rounded)
+    assert m.same_training_log(a, slower)[0]
+    assert not m.same_training_log(a, rounded)[0]
