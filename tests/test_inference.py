@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dgro_lib.report.inference import compare, holm, level, mde, projected_mde, seeds_for_mde
+from dgro_lib.report.inference import _run_shares, compare, holm, level, mde, projected_mde, seeds_for_mde
 from dgro_lib.report.verdict import at_floor_or_ceiling, judge, judge_family
 
 
@@ -161,6 +161,32 @@ def test_projected_mde_at_the_measured_seeds_is_compares_own():
                                                                                                            rel=1e-9)
 
 
+def test_projected_mde_reads_the_arms_split_from_the_measured_df():
+    # one arm spreads four times as much as the other: the df falls towards that arm's own seeds, and the
+    # projection, given compare's df, reads the split back and gives compare's MDE at the measured counts
+    rng = np.random.default_rng(5)
+    for n_a, n_b, items in ((3, 3, 400), (6, 6, 1200), (5, 8, 300)):
+        run_a = rng.normal(0.5, 0.08, size=(n_a, 1))
+        run_b = rng.normal(0.5, 0.02, size=(n_b, 1))
+        a = (rng.random((n_a, items)) < run_a).astype(float)
+        b = (rng.random((n_b, items)) < run_b).astype(float)
+        e = compare(a, b)
+        shares = _run_shares(e.se, e.se_runs, e.seeds_a, e.seeds_b, e.n_items, e.df)
+        assert all(qa + qb == pytest.approx(e.se_runs ** 2) and qa >= 0 and qb >= 0 for qa, qb in shares)
+        if n_a == n_b:
+            got = projected_mde(e.se, e.se_runs, n_a, n_b, items, n_a, df=e.df)
+            assert got == pytest.approx(e.mde, rel=1e-9)
+            # the equal-spread reading has more df, so it understates the MDE
+            assert projected_mde(e.se, e.se_runs, n_a, n_b, items, n_a) < got
+        # one of the (at most two) splits that fit the df is the arms' measured one
+        va, vb = a.mean(axis=1).var(ddof=1) * 100 ** 2, b.mean(axis=1).var(ddof=1) * 100 ** 2
+        assert any(qa == pytest.approx(va / n_a, rel=1e-6) and qb == pytest.approx(vb / n_b, rel=1e-6)
+                   for qa, qb in shares), (shares, va / n_a, vb / n_b)
+    # without a df, and against a fixed base, the split is the equal one / all in arm A
+    assert _run_shares(2.0, 2.0, 4, 4, 100, math.nan) == [(2.0, 2.0)]
+    assert _run_shares(2.0, 1.5, 4, 0, 100, 3.0) == [(2.25, 0.0)]
+
+
 def test_projected_mde_scales_the_run_part_and_keeps_the_item_part():
     # no item part: se = se_runs, which scales with 1 / sqrt(seeds); the df is Welch's 2 (m - 1)
     se = 2.0
@@ -179,10 +205,11 @@ def test_seeds_for_mde_is_the_smallest_count_that_reaches_the_target():
     cases = [(2.0, 2.0, 3, 3, 1200), (3.1, 2.4, 16, 16, 1200), (1.5, 1.2, 9, 0, 1200), (0.5, 0.5, 3, 3, 0)]
     for se, se_runs, na, nb, items in cases:
         for target in (1.0, 3.0, 5.0):
-            got = seeds_for_mde(se, se_runs, na, nb, items, target)
-            loop = next((m for m in range(2, 10_001) if projected_mde(se, se_runs, na, nb, items, m) <= target),
-                        math.inf)  # the loop reference
-            assert got == loop, (se, se_runs, na, nb, target)
+            for df in (math.nan, 3.0):  # equal spreads, and a df that puts most of the spread in one arm
+                got = seeds_for_mde(se, se_runs, na, nb, items, target, df=df)
+                loop = next((m for m in range(2, 10_001)
+                             if projected_mde(se, se_runs, na, nb, items, m, df=df) <= target), math.inf)
+                assert got == loop, (se, se_runs, na, nb, target, df)
     # an item part of 1.5 points alone needs an MDE of ~4.2: no seed count reaches 3
     assert seeds_for_mde(math.hypot(2.0, 1.5), 2.0, 4, 4, 1200, 3.0) == math.inf
     assert math.isnan(seeds_for_mde(1.0, math.nan, 1, 0, 10, 3.0))

@@ -116,23 +116,24 @@ def test_seeds_needed_counts_only_judged_arm_vs_arm_claims_against_the_inference
 
     from dgro_lib.report.inference import seeds_for_mde
 
-    rows = [  # claim, metric, unit, verdict, se, se_runs, seeds_a, seeds_b, n_items
-        ("A - B: greedy (points)", "greedy", "points", "inconclusive", 2.0, 1.9, 9, 9, 1200),
-        ("A - C: greedy (points)", "greedy", "points", "reproduced", 1.0, 0.9, 9, 9, 1200),
-        ("A - B: sampled (points)", "sampled", "points", "inconclusive", 0.6, 0.5, 9, 9, 400),
-        ("A: greedy gain over base (points)", "greedy", "points", "reproduced", 1.5, 0.7, 9, 0, 1200),  # vs base
-        ("A - B: entropy (nats/token)", "entropy", "nats/token", "inconclusive", 0.1, 0.1, 9, 9, 0),  # not points
-        ("A - D: greedy (points)", "greedy", "points", "not testable at this scale", 0.0, 0.0, 9, 9, 1200),
-        ("A - E: greedy (points)", "greedy", "points", "inconclusive", 2.0, 0.5, 9, 9, 1200),  # item part too big
-        ("A - F: sampled (points)", "sampled", "points", "estimate", 0.9, 0.8, 9, 9, 400),  # tests nothing
+    rows = [  # claim, metric, unit, verdict, se, se_runs, seeds_a, seeds_b, n_items, df
+        ("A - B: greedy (points)", "greedy", "points", "inconclusive", 2.0, 1.9, 9, 9, 1200, 16.5),
+        ("A - C: greedy (points)", "greedy", "points", "reproduced", 1.0, 0.9, 9, 9, 1200, 19.0),
+        ("A - B: sampled (points)", "sampled", "points", "inconclusive", 0.6, 0.5, 9, 9, 400, 9.5),  # one arm spreads
+        ("A: greedy gain over base (points)", "greedy", "points", "reproduced", 1.5, 0.7, 9, 0, 1200, 40.0),  # vs base
+        ("A - B: entropy (nats/token)", "entropy", "nats/token", "inconclusive", 0.1, 0.1, 9, 9, 0, 16.0),  # not points
+        ("A - D: greedy (points)", "greedy", "points", "not testable at this scale", 0.0, 0.0, 9, 9, 1200, 16.0),
+        ("A - E: greedy (points)", "greedy", "points", "inconclusive", 2.0, 0.5, 9, 9, 1200, 900.0),  # items too big
+        ("A - F: sampled (points)", "sampled", "points", "estimate", 0.9, 0.8, 9, 9, 400, 16.0),  # tests nothing
     ]
     claims = pd.DataFrame(rows, columns=["claim", "metric", "unit", "verdict", "se", "se_runs", "seeds_a", "seeds_b",
-                                         "n_items"])
+                                         "n_items", "df"])
     need = results.seeds_needed(claims)
     assert list(need.index) == [0, 1, 2, 6]
     for i in need.index:
         r = claims.loc[i]
-        assert need[i] == seeds_for_mde(r.se, r.se_runs, r.seeds_a, r.seeds_b, r.n_items, results.MDE_TARGET)
+        assert need[i] == seeds_for_mde(r.se, r.se_runs, r.seeds_a, r.seeds_b, r.n_items, results.MDE_TARGET,
+                                        df=r.df)
     assert math.isinf(need[6]) and need[1] <= need[0]
     assert results._seeds_cell(claims, need) == f"greedy ∞; sampled {need[2]:.0f}"
     assert results._seeds_cell(claims, results.seeds_needed(claims.iloc[3:6])) == "—"

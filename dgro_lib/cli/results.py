@@ -106,13 +106,15 @@ def _row(cells: list[str]) -> str:
 def seeds_needed(claims: pd.DataFrame, target: float = MDE_TARGET) -> pd.Series:
     """For each arm-vs-arm claim in points that carries a test (two arms of two or more runs, verdict neither
     ``estimate`` nor not testable), the runs per arm its MDE would need to reach ``target``, the measured seed
-    spread and item part held (:func:`~dgro_lib.report.inference.seeds_for_mde`); indexed like ``claims``.
+    spread, its split between the two arms (read from the claim's df) and the item part held
+    (:func:`~dgro_lib.report.inference.seeds_for_mde`); indexed like ``claims``.
     ``inf`` where no seed count does. An estimate tests nothing, so its MDE sets no target."""
     keep = ((claims["unit"] == "points") & (claims["seeds_b"].astype(float) >= 2)
             & ~claims["verdict"].isin(["estimate", "not testable at this scale"])
             & np.isfinite(claims["se"].astype(float)) & np.isfinite(claims["se_runs"].astype(float)))
     return pd.Series({i: seeds_for_mde(float(r.se), float(r.se_runs), int(r.seeds_a), int(r.seeds_b),
-                                       int(r.n_items), target) for i, r in claims[keep].iterrows()}, dtype=float)
+                                       int(r.n_items), target, df=float(r.df))
+                      for i, r in claims[keep].iterrows()}, dtype=float)
 
 
 def _seeds_cell(claims: pd.DataFrame, need: pd.Series) -> str:

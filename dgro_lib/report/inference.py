@@ -224,38 +224,68 @@ def level(a, *, scale: float = 1.0, **kw) -> Estimate:
     return compare(a, scale=scale, **kw)
 
 
+def _run_shares(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items: int,
+                df: float) -> list[tuple[float, float]]:
+    """The run part se_runs^2 split into the two arms' shares (s_a^2 / n_a, s_b^2 / n_b), read back from the
+    measured Satterthwaite ``df`` of :func:`compare`: se^4 / df = q_a^2 / (n_a - 1) + q_b^2 / (n_b - 1)
+    + excess^2 / (n_items - 1) with q_a + q_b = se_runs^2, a quadratic in q_a. Both roots are returned (which arm
+    spreads more is not recorded; with equal seed counts the two give the same projection); one equal split where
+    ``df`` is not finite, and (se_runs^2, 0) against a fixed base."""
+    r = se_runs ** 2
+    if seeds_b == 0:
+        return [(r, 0.0)]
+    if not math.isfinite(df) or df <= 0 or r <= 0:
+        # no df to read: the equal-spread split, s^2 (1/n_a + 1/n_b) = se_runs^2
+        s2 = r / (1 / seeds_a + 1 / seeds_b)
+        return [(s2 / seeds_a, s2 / seeds_b)]
+    excess = max(se ** 2 - r, 0.0)
+    d = se ** 4 / df - (excess ** 2 / (n_items - 1) if n_items > 1 else 0.0)
+    u, v = 1 / (seeds_a - 1), 1 / (seeds_b - 1)
+    # (u + v) q_a^2 - 2 v r q_a + v r^2 - d = 0; a negative discriminant is rounding (d at its least, u v r^2 /
+    # (u + v), is equal spreads scaled by the seeds), so it is read as zero
+    disc = math.sqrt(max((u + v) * d - u * v * r ** 2, 0.0))
+    roots = {min(max((v * r + sign * disc) / (u + v), 0.0), r) for sign in (1.0, -1.0)}
+    return [(qa, r - qa) for qa in sorted(roots)]
+
+
 def projected_mde(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items: int, seeds: int, *,
-                  alpha: float = ALPHA, power: float = POWER) -> float:
-    """The MDE that a comparison measured as (``se``, ``se_runs``) with ``seeds_a`` vs ``seeds_b`` runs (0: against
-    a fixed base) on ``n_items`` items would have with ``seeds`` runs in each arm, the runs' spread and the items
-    held as measured: the run part s_a^2 / n_a + s_b^2 / n_b scales to (s_a^2 + s_b^2) / seeds, the arm-specific
-    item part (se^2 - se_runs^2) stays, and the degrees of freedom are :func:`compare`'s Satterthwaite value over
-    both levels. The two arms' spreads are taken as equal where the split matters (unequal seed counts, and the
-    df), the only assumption beyond the measured numbers. With ``seeds`` = the measured counts and equal spreads
-    it is :func:`compare`'s own MDE. Same unit as ``se``; NaN when the spread was not measured (one run)."""
+                  df: float = math.nan, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The MDE that a comparison measured as (``se``, ``se_runs``, ``df``) with ``seeds_a`` vs ``seeds_b`` runs (0:
+    against a fixed base) on ``n_items`` items would have with ``seeds`` runs in each arm, the runs' spread and the
+    items held as measured: the run part s_a^2 / n_a + s_b^2 / n_b scales to (s_a^2 + s_b^2) / seeds, the
+    arm-specific item part (se^2 - se_runs^2) stays, and the degrees of freedom are :func:`compare`'s
+    Satterthwaite value over both levels.
+
+    How the run part splits between the arms sets the df (one arm with most of the spread has the df of its own
+    seeds alone); it is read back from the measured ``df`` (:func:`_run_shares`), so at the measured seed counts
+    the result is :func:`compare`'s own MDE. Of the two splits that fit, the larger MDE is returned. Without
+    ``df`` the spreads are taken as equal, which understates the MDE when one arm spreads much more than the other.
+    Same unit as ``se``; NaN when the spread was not measured (one run)."""
     if seeds < 2:
         raise ValueError(f"projected_mde: seeds must be at least 2 (a spread needs two runs), got {seeds}")
     if not (math.isfinite(se) and math.isfinite(se_runs)) or seeds_a < 2 or seeds_b == 1:
         return math.nan
-    two = seeds_b > 0
-    # per-run variance of one arm, the arms' spreads taken equal: se_runs^2 = s^2 (1/n_a + 1/n_b)
-    s2 = se_runs ** 2 / (1 / seeds_a + (1 / seeds_b if two else 0.0))
-    q = s2 / seeds  # each arm's share at the projected count
     excess = max(se ** 2 - se_runs ** 2, 0.0)  # the arm-specific item effect: no seed count removes it
-    se_m = math.sqrt(q * (2 if two else 1) + excess)
-    denom = q ** 2 * (2 if two else 1) / (seeds - 1) + (excess ** 2 / (n_items - 1) if n_items > 1 else 0.0)
-    df = se_m ** 4 / denom if denom > 0 else float(2 * seeds - 2 if two else seeds - 1)
-    return mde(se_m, df, alpha=alpha, power=power)
+    item_df = excess ** 2 / (n_items - 1) if n_items > 1 else 0.0
+    worst = -math.inf
+    for qa, qb in _run_shares(se, se_runs, seeds_a, seeds_b, n_items, df):
+        # each arm's per-run variance (q * n) over the projected count
+        pa, pb = qa * seeds_a / seeds, (qb * seeds_b / seeds if seeds_b else 0.0)
+        se_m = math.sqrt(pa + pb + excess)
+        denom = (pa ** 2 + pb ** 2) / (seeds - 1) + item_df
+        df_m = se_m ** 4 / denom if denom > 0 else float(2 * seeds - 2 if seeds_b else seeds - 1)
+        worst = max(worst, mde(se_m, df_m, alpha=alpha, power=power))
+    return worst
 
 
 def seeds_for_mde(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items: int, target: float, *,
-                  alpha: float = ALPHA, power: float = POWER, max_seeds: int = 10_000) -> float:
+                  df: float = math.nan, alpha: float = ALPHA, power: float = POWER, max_seeds: int = 10_000) -> float:
     """The fewest runs per arm (at least 2) whose :func:`projected_mde` is at most ``target`` (same unit as
     ``se``): what a comparison would need to detect a ``target``-sized effect. ``inf`` when no seed count does
     (the item part alone is too large: then only more held-out items help), NaN when the spread was not measured.
     The MDE falls monotonically with the seeds, so a bisection finds the count."""
     def at(m: int) -> float:
-        return projected_mde(se, se_runs, seeds_a, seeds_b, n_items, m, alpha=alpha, power=power)
+        return projected_mde(se, se_runs, seeds_a, seeds_b, n_items, m, df=df, alpha=alpha, power=power)
 
     if not math.isfinite(at(2)):
         return math.nan
