@@ -50,8 +50,7 @@ from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.inputs import load_eval_records
 from dgro_lib.runs.inputs import resolve_model_path
-from dgro_lib.analysis.math import DGRO_TABLE3_PAPER, carry_table, math_benchmark_table, math_benchmark_wide, run_labels
-from dgro_lib.runs.store import latest_checkpoint
+from dgro_lib.analysis.math import DGRO_TABLE3_PAPER, math_benchmark_table, math_benchmark_wide, run_carry_table, run_labels
 from dgro_lib.analysis.plots import learning_curves, learning_curves_figure, save_figure
 
 cfg, out = open_notebook("dgro_table3_math", profile, output_dir)
@@ -115,14 +114,13 @@ fig
 # ## What RL changed: the carries
 # Teacher-forced on the slip-free traces of the held-out problems, at every place where a carry is due: the
 # probability of leaving it out (`p_leave_out`) and the share of places where leaving it out is the likelier token
-# (what greedy decoding does). A run restored from the run archive has its results but not its weights: its row says
+# (what greedy decoding does). Each run's summary is measured once, while its weights exist, and kept with the run,
+# so a run restored from the run archive (results, no weights) still has its rows; one archived without it says
 # `absent`.
 
 # %%
-run_models = {f"{r.point} seed {r.seed}": latest_checkpoint(out.parent / "runs" / r.key / "trainer")
-              for r in finals.itertuples()}
-carries = carry_table({"base model": resolve_model_path(cfg), **run_models}, eval_records,
-                      template=cfg.data.template)
+carries = run_carry_table(finals, out.parent / "runs", resolve_model_path(cfg), eval_records,
+                          template=cfg.data.template)
 carries.to_csv(out / "table3_carries.csv", index=False)
 carries.round(4)
 

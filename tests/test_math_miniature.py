@@ -404,7 +404,54 @@ def test_carry_table_summarises_carry_probabilities_per_benchmark(tmp_path):
     assert abs(row["greedy_leaves_out"] - (ref["p_leave_out"] > ref["p_write"]).mean()) < 1e-9
     mul = got[(got["model"] == "m") & (got["benchmark"] == "mul")].iloc[0]
     assert mul["decisions"] == (ref["source"] == "synthetic/mul").sum()
-    assert got[got["model"] == "restored"]["weights"].tolist() == ["absent"]
+    assert got[got["model"] == "restored"]["summary"].tolist() == ["absent"]
+
+
+def test_a_runs_carry_summary_is_kept_with_the_run_and_read_back_without_weights(tmp_path):
+    import json
+
+    import pandas as pd
+    import torch
+
+    from dgro_lib.analysis.math import carry_summary_path, carry_table, run_carry_table
+    from dgro_lib.models import EMBEDDED_PRESETS
+    from dgro_lib.miniature import build_tiny_model
+    from dgro_lib.models.tokenizer import build_math_tokenizer
+
+    tok = build_math_tokenizer()
+    base = tmp_path / "base"
+    torch.manual_seed(0)
+    build_tiny_model(EMBEDDED_PRESETS["math_ci"], tokenizer=tok).save_pretrained(base)
+    tok.save_pretrained(base)
+    store = tmp_path / "runs"
+    ckpt = store / "abc123" / "trainer" / "checkpoint-4"  # a finished run's last checkpoint: other weights
+    torch.manual_seed(1)
+    build_tiny_model(EMBEDDED_PRESETS["math_ci"], tokenizer=tok).save_pretrained(ckpt)
+    tok.save_pretrained(ckpt)
+    (ckpt / "trainer_state.json").write_text("{}")  # transformers writes it last: the checkpoint is complete
+    records = [r for r, _ in worked_examples(40, seed=3)]
+    finals = pd.DataFrame({"key": ["abc123"], "point": ["DGRO [-3,3]"], "seed": [0]})
+
+    trained = run_carry_table(finals, store, str(base), records)
+    keep = carry_summary_path(store / "abc123", records)
+    assert keep.parent.name == "evals" and keep.name.startswith("carries-") and keep.is_file()
+    # the run's own weights, read directly, give its rows
+    direct = carry_table({"DGRO [-3,3] seed 0": str(ckpt)}, records)
+    pd.testing.assert_frame_equal(trained[trained["model"] == "DGRO [-3,3] seed 0"].reset_index(drop=True), direct)
+    # the weights gone (a run restored from the archive): the same table, read from the kept summary
+    import shutil
+
+    shutil.rmtree(store / "abc123" / "trainer")
+    pd.testing.assert_frame_equal(run_carry_table(finals, store, str(base), records), trained)
+    # another problem set or template is another file: absent, not the wrong summary
+    assert carry_summary_path(store / "abc123", records[:10]) != keep
+    assert carry_summary_path(store / "abc123", records, template="qwen") != keep
+    assert run_carry_table(finals, store, str(base), records[:10]).query("model != 'base model'")[
+        "summary"].tolist() == ["absent"]
+    # a file that is not this summary is refused, naming it
+    keep.write_text(json.dumps({"analysis": "carry_table", "problems": 3, "rows": []}))
+    with pytest.raises(ValueError, match="not a carry_table summary of these 40 problems"):
+        run_carry_table(finals, store, str(base), records)
 
 
 def test_carry_table_skips_a_real_models_tokenizer_without_loading_its_weights(tmp_path, capsys):
@@ -429,6 +476,6 @@ def test_carry_table_skips_a_real_models_tokenizer_without_loading_its_weights(t
     Qwen2Config(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                 num_key_value_heads=1, vocab_size=300).save_pretrained(real)
     got = carry_table({"base model": str(real), "run seed 0": str(real), "restored": None}, records)
-    assert got.empty and list(got.columns) == ["model", "benchmark", "weights", "decisions", "p_leave_out",
+    assert got.empty and list(got.columns) == ["model", "benchmark", "summary", "decisions", "p_leave_out",
                                                "greedy_leaves_out"]
     assert "carry_table: skipped" in capsys.readouterr().out

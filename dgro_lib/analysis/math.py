@@ -5,18 +5,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from dgro_lib.analysis.probes import method_labels
 from dgro_lib.evaluate import paired_improvement_table
+from dgro_lib.util.files import write_json
 
 __all__ = ["DGRO_TABLE3_PAPER", "math_benchmark_table", "math_benchmark_wide",
            "entropy_trend", "run_labels", "CARRY_TOKENS", "has_carry_tokens", "carry_probabilities",
-           "carry_table"]
+           "carry_table", "carry_summary_path", "run_carry_table"]
 
 # DGRO paper, Table 3 (pass@1 on the math benchmarks): quoted, not measured here.
 DGRO_TABLE3_PAPER = pd.DataFrame(
@@ -166,19 +170,34 @@ def carry_probabilities(model, tokenizer, records: Sequence[dict], *, template: 
     return df.assign(p_write=p[:, 0], p_leave_out=p[:, 1])
 
 
-def carry_table(models: dict[str, str | None], records: Sequence[dict], *, template: str = "plain") -> pd.DataFrame:
+def carry_summary_path(run_dir: str | Path, records: Sequence[dict], *, template: str = "plain") -> Path:
+    """Where :func:`carry_table` keeps one run's summary: ``<run_dir>/evals/carries-<12 hex>.json``, keyed by the
+    problems and the prompt template. It sits with the run's other stored evaluations, so the run archive carries it
+    (:mod:`dgro_lib.runs.archive` copies ``evals/*.json``) and a run restored without weights still has its row."""
+    payload = {"analysis": "carry_table", "template": template,
+               "problems": [[r["problem"], r.get("source", "")] for r in records]}
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(run_dir) / "evals" / f"carries-{key}.json"
+
+
+def carry_table(models: dict[str, str | None], records: Sequence[dict], *, template: str = "plain",
+                stored: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
     """:func:`carry_probabilities` of several models on the same problems, summarised per benchmark and over all:
     ``p_leave_out`` (mean probability of leaving a due carry out), ``greedy_leaves_out`` (the share of decisions
     where leaving it out is the likelier token, i.e. what greedy decoding does) and ``decisions``.
 
     ``models`` maps a label to a local model folder, or to None where no weights exist (a run restored from the run
-    archive keeps its results, not its weights): that label gets one row with ``weights`` = ``absent``.
+    archive keeps its results, not its weights). ``stored`` maps a label to the file its summary is kept in
+    (:func:`carry_summary_path`): read from there when it exists, written there when computed, so the summary
+    outlives the weights; the table is the same either way. A label with neither weights nor a stored summary gets
+    one row with ``summary`` = ``absent`` (``measured`` otherwise).
 
     The carries are the math miniature's: with a model whose tokenizer lacks its carry tokens (a real checkpoint at
     the ``paper`` profile) the table is skipped, empty, with a printed note, and no weights are loaded."""
     from dgro_lib.models import load_model, load_tokenizer
 
-    columns = ["model", "benchmark", "weights", "decisions", "p_leave_out", "greedy_leaves_out"]
+    stored = {k: Path(v) for k, v in (stored or {}).items()}
+    columns = ["model", "benchmark", "summary", "decisions", "p_leave_out", "greedy_leaves_out"]
     for label, path in models.items():
         if path is not None and not has_carry_tokens(load_tokenizer(path)):
             print(f"carry_table: skipped (empty table): the tokenizer of {label!r} ({path}) has no "
@@ -187,14 +206,39 @@ def carry_table(models: dict[str, str | None], records: Sequence[dict], *, templ
             return pd.DataFrame(columns=columns)
     rows = []
     for label, path in models.items():
+        keep = stored.get(label)
+        if keep is not None and keep.is_file():
+            saved = json.loads(keep.read_text())
+            if saved.get("analysis") != "carry_table" or saved.get("problems") != len(records):
+                raise ValueError(f"{keep}: not a carry_table summary of these {len(records)} problems "
+                                 f"(analysis {saved.get('analysis')!r}, problems {saved.get('problems')!r})")
+            rows += [{"model": label, "summary": "measured", **r} for r in saved["rows"]]
+            continue
         if path is None:
-            rows.append({"model": label, "benchmark": "all", "weights": "absent"})
+            rows.append({"model": label, "benchmark": "all", "summary": "absent"})
             continue
         model, tokenizer = load_model(path)
         df = carry_probabilities(model, tokenizer, records, template=template)
         df = pd.concat([df.assign(benchmark=[_benchmark_name(s) for s in df["source"]]), df.assign(benchmark="all")])
-        for bench, g in df.groupby("benchmark", sort=False):
-            rows.append({"model": label, "benchmark": bench, "weights": "present", "decisions": len(g),
-                         "p_leave_out": g["p_leave_out"].mean(),
-                         "greedy_leaves_out": (g["p_leave_out"] > g["p_write"]).mean()})
+        # float(): the probabilities are float32; a Python float stores and reads back the same value
+        summary = [{"benchmark": bench, "decisions": len(g), "p_leave_out": float(g["p_leave_out"].mean()),
+                    "greedy_leaves_out": float((g["p_leave_out"] > g["p_write"]).mean())}
+                   for bench, g in df.groupby("benchmark", sort=False)]
+        if keep is not None:
+            write_json(keep, {"analysis": "carry_table", "template": template, "problems": len(records),
+                              "model": str(path), "rows": summary})
+        rows += [{"model": label, "summary": "measured", **r} for r in summary]
     return pd.DataFrame(rows, columns=columns)
+
+
+def run_carry_table(finals: pd.DataFrame, store: str | Path, base_model: str, records: Sequence[dict], *,
+                    template: str = "plain", label: str = "{point} seed {seed}") -> pd.DataFrame:
+    """:func:`carry_table` of the base model and of every run in ``finals`` (columns ``key``, and those ``label``
+    names), each run read from its last checkpoint in the run store ``store`` and its summary kept with the run
+    (:func:`carry_summary_path`): computed once, while the weights exist, and read back after a restore."""
+    from dgro_lib.runs.store import latest_checkpoint
+
+    runs = {label.format(**r._asdict()): Path(store) / r.key for r in finals.itertuples(index=False)}
+    models = {"base model": base_model, **{k: latest_checkpoint(d / "trainer") for k, d in runs.items()}}
+    return carry_table(models, records, template=template,
+                       stored={k: carry_summary_path(d, records, template=template) for k, d in runs.items()})
