@@ -20,7 +20,7 @@
 # (8k)'s pass@1 on every benchmark (AIME 2024, MATH 500, AMC 2023, Minerva Math, Olympiad Bench; average 0.558 →
 # 0.614 trained on DeepScaleR, → 0.628 on ORZ).
 #
-# **What this notebook does**: trains DGRO (1, 0.1) from the base model on the params' training set, three seeds,
+# **What this notebook does**: trains DGRO (1, 0.1) from the base model on the params' training set, six seeds,
 # and evaluates the base and every run on the same held-out problems, one column per benchmark as in the paper. Each
 # benchmark's change is tested against the base (McNemar pooled over seeds), greedy, and the sampled accuracy (T = 1,
 # avg@k) is reported beside it. The paper's table is shown separately, quoted: its models and benchmarks are not the
