@@ -90,7 +90,7 @@ wide
 
 # %%
 DGRO_TABLE3_PAPER.to_csv(out / "table3_paper_quoted.csv", index=False)
-DGRO_TABLE3_PAPER.fillna("-")
+DGRO_TABLE3_PAPER.astype(object).fillna("-")  # object first: a str fill in a float column is deprecated
 
 # %% [markdown]
 # ## Against the base: greedy and sampled

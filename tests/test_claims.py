@@ -111,3 +111,37 @@ def test_split_half_of_one_recipe_reads_consistent():
     assert table.attrs["halves"] == ([0, 1, 2], [3, 4, 5])
     with pytest.raises(ValueError, match="at least 4 seeds"):
         split_half(build, [0, 1, 2])
+
+
+@pytest.mark.parametrize("to_train", [0, 2])
+def test_save_reference_executes_a_notebook_that_trained_again_from_the_store(to_train, tmp_path, monkeypatch):
+    """The reference of a notebook that trained runs is the notebook executed again once they are in the store (no
+    training logs in it); a notebook whose runs were all in the store or the archive runs once."""
+    import dgro_lib.cli.reproduce as R
+
+    def plan(profile, names, root, *, archive=None):
+        out = pd.DataFrame([{"notebook": n, "runs": 3, "finished": 3 - to_train, "archived": 0,
+                             "steps_left": 10 * to_train, "minutes": 1.0} for n in names])
+        out.attrs.update(seconds_per_token=1e-4, measured_runs=1, unique={"store": 3 - to_train, "archive": 0,
+                                                                          "train": to_train})
+        return out
+
+    executed, saved = [], []
+
+    def run(name, profile, **_):
+        executed.append(name)
+        out = tmp_path / "outputs" / profile / name
+        out.mkdir(parents=True, exist_ok=True)
+        return out / f"{name}.ipynb"
+
+    monkeypatch.setattr(R, "plan_profile", plan)
+    monkeypatch.setattr(R, "run_notebook", run)
+    monkeypatch.setattr(R, "OUTPUTS", tmp_path / "outputs")
+    monkeypatch.setattr(R, "REFERENCE", tmp_path / "reference")
+    monkeypatch.setattr(R, "save_reference", lambda src, dst, since: saved.append(src) or [])
+    monkeypatch.setattr(R, "archive_runs", lambda *a, **k: [])
+    assert R.main(["--profile", "cpu", "--only", "dgro_fig2_beta", "--save-reference"]) == 0
+    assert executed == ["dgro_fig2_beta"] * (2 if to_train else 1) and len(saved) == 1
+    executed.clear()
+    R.main(["--profile", "cpu", "--only", "dgro_fig2_beta"])  # a plain reproduction keeps the one execution
+    assert executed == ["dgro_fig2_beta"]

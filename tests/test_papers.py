@@ -38,6 +38,7 @@ def test_fig1_claims_order_and_estimates(tmp_path):
     d = t.loc["[-5,5] - [-1,1]: greedy (points)"]
     assert d["value"] == pytest.approx(100 * (run_means["[-5,5]"] - run_means["[-1,1]"]))
     assert d["verdict"] == "reproduced" and d["direction"] == "higher" and d["seeds_a"] == d["seeds_b"] == 4
+    assert d["paired"]  # both arms trained with seeds 0-3: read seed for seed
     assert t.loc["[-3,3]: greedy accuracy", "verdict"] == "estimate"
     assert t.loc["[-5,5]: greedy gain over base (points)", "verdict"] == "reproduced"
     assert t.loc["[-5,5] - [-1,1]: sampled (points)", "value"] == pytest.approx(d["value"] / 2)
@@ -47,6 +48,25 @@ def test_fig1_claims_order_and_estimates(tmp_path):
     assert {r["seeds_a"] for r in half} == {2}
     with pytest.raises(KeyError, match="seeds \\[7\\]"):
         claims(finals, base, None, schemes=["[-1,1]", "[-3,3]", "[-5,5]"], seeds=[0, 7])
+
+
+def test_contrasts_pair_the_runs_of_arms_trained_with_the_same_seeds():
+    from dgro_lib.papers.common import Arms, arms, contrast_rows
+    from dgro_lib.report.inference import compare
+
+    finals, _ = _runs({"x": 0.5, "y": 0.45}, by="point", seeds=(0, 1, 2, 3, 4))
+    scores = arms(finals, "point")
+    assert isinstance(scores, Arms) and scores.seeds == {"x": [0, 1, 2, 3, 4], "y": [0, 1, 2, 3, 4]}
+    row = contrast_rows(scores, [("x", "y", "higher")], metric="greedy")[0]
+    want = compare(scores["x"], scores["y"], paired=True)
+    assert row["paired"] and (row["value"], row["ci_low"], row["df"]) == (want.estimate, want.ci_low, want.df)
+    # other seeds (y lost seed 4), or arms that do not say which seeds they hold: Welch, as independent arms
+    uneven = arms(finals[(finals["point"] == "x") | (finals["seed"] < 4)], "point")
+    assert uneven.seeds["y"] == [0, 1, 2, 3]
+    for s in (uneven, dict(scores)):
+        row = contrast_rows(s, [("x", "y", "higher")], metric="greedy")[0]
+        assert not row["paired"] and row["ci_low"] == compare(s["x"], s["y"]).ci_low
+    assert arms(finals, "point", seeds=[3, 1]).seeds["x"] == [1, 3]
 
 
 def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
@@ -96,14 +116,15 @@ def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
 def test_fig3_claims_methods_and_length(tmp_path):
     from dgro_lib.papers.dgro_fig3_methods import claims
 
-    finals, base = _runs({"DGRO [-3,3]": 0.6, "GRPO": 0.5, "Online DPO": 0.4}, by="point",
+    # 6 seeds: the contrasts are read seed for seed (n - 1 df), and these arms share nothing through their seeds
+    finals, base = _runs({"DGRO [-3,3]": 0.6, "GRPO": 0.5, "Online DPO": 0.4}, by="point", seeds=range(6),
                          extra=lambda label, s: {"mean_length": 100.0 + s + (30 if label == "GRPO" else 0)})
     base_eval = {"correct": base, "summary": {"mean_length": 101.0}}
     t = _verdicts(tmp_path, claims(finals, base_eval, None))
     assert t.loc["DGRO [-3,3] - GRPO: greedy (points)", "verdict"] == "reproduced"
     assert t.loc["GRPO - Online DPO: greedy (points)", "verdict"] == "reproduced"
     length = t.loc["DGRO [-3,3] does not lengthen responses: length - the base's (tokens)"]
-    assert length["value"] == pytest.approx(100.0 + 1.5 - 101.0) and length["unit"] == "tokens"
+    assert length["value"] == pytest.approx(100.0 + 2.5 - 101.0) and length["unit"] == "tokens"
     assert length["margin"] == pytest.approx(10.1) and length["verdict"] == "reproduced"
     # the sampled twins of the method contrasts read the sampled scores (here 1 - greedy: every ordering flips)
     sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [1.0 - x for x in c])),

@@ -137,3 +137,7 @@ def test_seeds_needed_counts_only_judged_arm_vs_arm_claims_against_the_inference
     assert math.isinf(need[6]) and need[1] <= need[0]
     assert results._seeds_cell(claims, need) == f"greedy ∞; sampled {need[2]:.0f}"
     assert results._seeds_cell(claims, results.seeds_needed(claims.iloc[3:6])) == "—"
+    # a seed-paired claim is the level of one per-seed difference: it projects as against a fixed comparator
+    paired = claims.assign(paired=[True] + [False] * (len(claims) - 1))
+    assert results.seeds_needed(paired)[0] == seeds_for_mde(2.0, 1.9, 9, 0, 1200, results.MDE_TARGET, df=16.5)
+    assert results.seeds_needed(paired)[1] == need[1]

@@ -17,7 +17,9 @@ is every machine) instead of training it, so a fresh clone renders every ``cpu``
 how many runs are restored and how many will be trained. ``--retrain`` trains every run here instead (a reproduction
 of the training itself). ``--archive-runs`` copies every finished run of the profile's store into the archive (a run
 the archive holds from another machine or base is kept as a replicate beside it), and ``--save-reference`` also
-archives the runs of each notebook it saves.
+archives the runs of each notebook it saves. A notebook that trains runs prints their training logs into its cells;
+with ``--save-reference`` such a notebook is executed a second time, from the store (minutes), so that the
+reference notebook holds the results and the store's progress lines, not the logs of one machine's training.
 """
 
 from __future__ import annotations
@@ -152,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     for n in runnable:
         print(f"[reproduce] {n} (profile {args.profile})", flush=True)
         t0 = time.time()
+        trains = (plan_profile(args.profile, [n], OUTPUTS, archive=archive if reuse else None).attrs["unique"]["train"]
+                  if args.save_reference else 0)
         executed = run_notebook(n, args.profile)
+        if args.save_reference and trains:
+            print(f"[reproduce] {n}: trained {trains} run(s) in {(time.time() - t0) / 60:.1f} min; executing it again "
+                  "from the store, so that the reference holds no training logs", flush=True)
+            executed = run_notebook(n, args.profile)
         timings[n] = time.time() - t0
         runs_csv = executed.parent / "runs.csv"
         used = pd.read_csv(runs_csv) if runs_csv.is_file() else None

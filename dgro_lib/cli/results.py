@@ -22,7 +22,7 @@ import pandas as pd
 
 from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import REPO
-from dgro_lib.report.claims import read_claims
+from dgro_lib.report.claims import is_paired, read_claims
 from dgro_lib.report.inference import seeds_for_mde
 
 __all__ = ["claims_table", "notebook_block", "render", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
@@ -85,6 +85,7 @@ def _cells(r) -> list[str]:
         effect, seeds, mde, p = f"{r.value:.6g} (exact)", "—", "—", "—"
     else:
         seeds = ("1 model" if str(r.note).startswith("one fixed model") else  # a level of the base: items only
+                 f"{r.seeds_a:.0f} paired" if is_paired(r.paired) else  # seed s of A against seed s of B
                  f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else ""))
         if r.verdict == "not testable at this scale":
             effect, mde, p = f"{_fmt(r.value, unit)} {shown} (both at the floor or ceiling)", "—", "—"
@@ -108,11 +109,13 @@ def seeds_needed(claims: pd.DataFrame, target: float = MDE_TARGET) -> pd.Series:
     ``estimate`` nor not testable), the runs per arm its MDE would need to reach ``target``, the measured seed
     spread, its split between the two arms (read from the claim's df) and the item part held
     (:func:`~dgro_lib.report.inference.seeds_for_mde`); indexed like ``claims``.
-    ``inf`` where no seed count does. An estimate tests nothing, so its MDE sets no target."""
+    ``inf`` where no seed count does. An estimate tests nothing, so its MDE sets no target. A paired claim is the
+    level of one per-seed difference, so it projects as against a fixed comparator (its pairs are the runs)."""
     keep = ((claims["unit"] == "points") & (claims["seeds_b"].astype(float) >= 2)
             & ~claims["verdict"].isin(["estimate", "not testable at this scale"])
             & np.isfinite(claims["se"].astype(float)) & np.isfinite(claims["se_runs"].astype(float)))
-    return pd.Series({i: seeds_for_mde(float(r.se), float(r.se_runs), int(r.seeds_a), int(r.seeds_b),
+    return pd.Series({i: seeds_for_mde(float(r.se), float(r.se_runs), int(r.seeds_a),
+                                       0 if is_paired(r.get("paired")) else int(r.seeds_b),
                                        int(r.n_items), target, df=float(r.df))
                       for i, r in claims[keep].iterrows()}, dtype=float)
 

@@ -18,15 +18,28 @@ from dgro_lib.report.claims import claim, runs_of
 from dgro_lib.report.inference import compare, level
 from dgro_lib.report.verdict import at_floor_or_ceiling
 
-__all__ = ["arms", "sampled_arms", "Reading", "readings", "level_rows", "gain_rows", "contrast_rows"]
+__all__ = ["Arms", "arms", "sampled_arms", "Reading", "readings", "level_rows", "gain_rows", "contrast_rows"]
+
+
+class Arms(dict):
+    """``{point: (runs, items) scores}``, each arm's rows in seed order, with ``seeds``: ``{point: [seed, ...]}``,
+    the seed of each row. Two arms with the same seeds were trained as seed-for-seed pairs (a seed fixes a run's
+    prompt order and sampling streams), which :func:`contrast_rows` reads as pairs."""
+
+    def __init__(self, scores: dict, seeds: dict):
+        super().__init__(scores)
+        self.seeds = seeds
 
 
 def arms(frame: pd.DataFrame, by: str, *, column: str = "correct", seeds: Iterable[int] | None = None,
-         order: Sequence | None = None) -> dict:
-    """``{point: (runs, items) scores}`` for every value of ``by`` (in ``order``, else as they appear)."""
+         order: Sequence | None = None) -> Arms:
+    """``{point: (runs, items) scores}`` for every value of ``by`` (in ``order``, else as they appear), with the
+    seeds of their rows (:class:`Arms`)."""
     points = list(order) if order is not None else list(dict.fromkeys(frame[by]))
     seeds = list(seeds) if seeds is not None else None
-    return {p: runs_of(frame, by, p, column=column, seeds=seeds) for p in points}
+    return Arms({p: runs_of(frame, by, p, column=column, seeds=seeds) for p in points},
+                {p: sorted(int(s) for s in frame.loc[frame[by] == p, "seed"] if seeds is None or s in seeds)
+                 for p in points})
 
 
 def sampled_arms(sampled: pd.DataFrame, finals: pd.DataFrame, by: str, *, seeds: Iterable[int] | None = None,
@@ -84,7 +97,13 @@ def gain_rows(scores: dict, base: np.ndarray, *, metric: str, direction: str = "
 def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: str = "points", scale: float = 100.0,
                   name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True) -> list[dict]:
     """Arm-vs-arm contrasts: ``pairs`` of ``(a, b, direction)`` or ``(a, b, direction, margin)`` (``margin`` for a
-    claim of no difference, in ``unit``), each ``a - b``."""
+    claim of no difference, in ``unit``), each ``a - b``.
+
+    Two arms of :class:`Arms` that hold the same seeds are compared seed for seed (``compare(..., paired=True)``):
+    runs that share a seed share their prompt order and sampling streams, so their results correlate, and Welch's
+    interval, which takes the arms as independent, would misstate the error (too wide where they correlate, too
+    narrow where they anticorrelate). The reading follows from the seeds the arms were trained with, never from
+    which interval is narrower; arms with other seeds (or a plain dict, which carries none) are compared by Welch."""
     rows = []
     for pair in pairs:
         a, b, direction = pair[:3]
@@ -93,6 +112,8 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
             if arm not in scores:
                 raise KeyError(f"contrast {a} - {b}: no arm {arm!r} (have {list(scores)})")
         untestable = bounded and at_floor_or_ceiling([float(np.mean(scores[a])), float(np.mean(scores[b]))])
-        rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), compare(scores[a], scores[b], scale=scale),
+        paired = isinstance(scores, Arms) and scores.seeds[a] == scores.seeds[b]
+        est = compare(scores[a], scores[b], scale=scale, paired=paired)
+        rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est,
                           metric=metric, unit=unit, direction=direction, margin=margin, untestable=untestable))
     return rows

@@ -3,9 +3,10 @@
 Each notebook writes ``claims.csv`` beside its figures, one row per number a reader would quote, in the columns
 :data:`COLUMNS`: the claim, its metric and unit, the paper's direction (``higher`` / ``lower`` / ``equal`` /
 ``none``), the verdict (:mod:`dgro_lib.report.verdict`), the estimate with its 95 % interval, the run-level
-standard error and degrees of freedom, the seeds on each side, the minimum detectable effect (80 % power, alpha
-0.05), the p-value and its Holm adjustment over the notebook's directional claims, the Welch p with items held
-fixed and the pooled item-level McNemar z (given these trained models). Rows are built with :func:`claim`
+standard error and degrees of freedom, the seeds on each side and whether they were read as seed-for-seed pairs
+(``paired``), the minimum detectable effect (80 % power, alpha 0.05), the p-value and its Holm adjustment over the
+notebook's directional claims, the run-level t-test's p with items held fixed (Welch's, or the paired one) and the
+pooled item-level McNemar z (given these trained models). Rows are built with :func:`claim`
 (from an :class:`~dgro_lib.report.inference.Estimate`) or :func:`exact` (a computed constant or an identity).
 
 The repository keeps a reference copy of each notebook's outputs under ``reference/<profile>/<notebook>/``.
@@ -30,17 +31,18 @@ from dgro_lib.util.paths import REPO
 from dgro_lib.report.inference import ALPHA, Estimate
 from dgro_lib.report.verdict import DIRECTIONS, exact_verdict, judge_family
 
-__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "write_claims", "judge_claims", "read_claims", "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables",
-           "format_comparison", "reproduction_status", "save_reference", "split_half"]
+__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "is_paired", "write_claims", "judge_claims", "read_claims",
+           "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables", "format_comparison",
+           "reproduction_status", "save_reference", "split_half"]
 
 REFERENCE = REPO / "reference"
 # What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
 _REFERENCE_SUFFIXES = (".csv", ".png", ".json", ".ipynb")
 
 COLUMNS = ["claim", "metric", "unit", "direction", "verdict", "value", "ci_low", "ci_high", "se", "df", "seeds_a",
-           "seeds_b", "n_items", "mde", "p", "p_holm", "welch_p", "mcnemar_z", "se_runs", "se_items", "margin",
-           "note"]
-_EST_FIELDS = ("ci_low", "ci_high", "se", "df", "seeds_a", "seeds_b", "n_items", "mde", "p", "welch_p",
+           "seeds_b", "paired", "n_items", "mde", "p", "p_holm", "welch_p", "mcnemar_z", "se_runs", "se_items",
+           "margin", "note"]
+_EST_FIELDS = ("ci_low", "ci_high", "se", "df", "seeds_a", "seeds_b", "paired", "n_items", "mde", "p", "welch_p",
                "mcnemar_z", "se_runs", "se_items")
 # Two reruns' numbers that are not statistical (an exact constant) may differ by float rounding only.
 EXACT_RTOL = 1e-9
@@ -122,7 +124,8 @@ def format_claims(table: pd.DataFrame, *, verdicts_only: bool = False) -> str:
         if not math.isfinite(float(r.se)) and str(r.note).startswith("exact"):
             lines.append(f"[{str(r.verdict).upper()}] {r.claim}: {r.value:.6g} ({r.note})")
             continue
-        seeds = f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else "") + " seeds"
+        seeds = (f"{r.seeds_a:.0f} paired seeds" if is_paired(r.paired) else
+                 f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else "") + " seeds")
         ci = f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]" if math.isfinite(float(r.ci_low)) else "[no interval: 1 seed]"
         tail = f", p {r.p:.3g}" + (f" (Holm {r.p_holm:.3g})" if math.isfinite(float(r.p_holm)) else "")
         mcn = f"; pooled McNemar z {r.mcnemar_z:+.2f} given these models" if math.isfinite(float(r.mcnemar_z)) else ""
@@ -131,7 +134,12 @@ def format_claims(table: pd.DataFrame, *, verdicts_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-VIEW = ["claim", "direction", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "mde", "p_holm",
+def is_paired(value) -> bool:
+    """A claims file's ``paired`` cell as a bool (a file of the earlier schema has none: not paired)."""
+    return str(value).strip().lower() in ("true", "1", "1.0")
+
+
+VIEW = ["claim", "direction", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "paired", "mde", "p_holm",
         "mcnemar_z", "note"]
 
 

@@ -32,13 +32,21 @@ difference of run means with:
   this standard error and degrees of freedom, and the **item-level McNemar z** pooled over seeds, kept as a
   secondary column: it answers "given these trained models", not "given this recipe".
 
+``paired=True`` reads two arms trained with the same seeds as seed-blocked pairs: run ``s`` of A against run ``s``
+of B. Here a seed fixes the prompt order and the sampling streams of a run (``seed`` and ``data_seed`` of the TRL
+config, and ``set_seed``), so two arms that share it share those random numbers; the comparison is then the level of
+the per-seed difference ``A_s - B_s`` (the same two levels, with n - 1 degrees of freedom, and the paired t-test,
+:func:`scipy.stats.ttest_rel`, in ``welch_p``'s place). It is narrower than Welch's when the arms' runs correlate
+across seeds, and wider when they do not (half the degrees of freedom); which reading a claim uses is a property of
+its design, fixed before its runs are seen, never the narrower of the two.
+
 Everything here is numpy/scipy only (no torch), and deterministic: the bootstrap generator is seeded.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -59,7 +67,8 @@ class Estimate:
     ``df`` is the Satterthwaite degrees of freedom over both levels (the runs', Welch's, widened by the item
     part; NaN with one run: no seed variance can be estimated, so no interval is claimed); ``p`` is two-sided, from estimate / se on ``df``; ``welch_p`` the
     run-level test with the items held fixed; ``mcnemar_z`` the pooled item-level statistic (NaN when the scores
-    are not 0/1 or there are no items)."""
+    are not 0/1 or there are no items). ``paired``: run s of A was read against run s of B (the same seed), so
+    the run part is the per-seed differences' spread on ``seeds_a - 1`` df and ``welch_p`` is the paired t-test's."""
 
     estimate: float
     se: float
@@ -75,6 +84,7 @@ class Estimate:
     mcnemar_z: float
     se_runs: float
     se_items: float
+    paired: bool = False
 
 
 def as_runs(values, name: str = "scores") -> np.ndarray:
@@ -141,16 +151,33 @@ def _pooled_mcnemar(a: np.ndarray, b: np.ndarray | None) -> float:
     return mcnemar_z(fixed, broken)[0]
 
 
-def compare(a, b=None, *, base=None, scale: float = 100.0, n_boot: int = N_BOOT, seed: int = 0,
-            alpha: float = ALPHA, power: float = POWER) -> Estimate:
+def compare(a, b=None, *, base=None, paired: bool = False, scale: float = 100.0, n_boot: int = N_BOOT,
+            seed: int = 0, alpha: float = ALPHA, power: float = POWER) -> Estimate:
     """Arm A - arm B (``b``), or arm A - a single fixed model (``base``, e.g. the base checkpoint every run started
     from: per-item scores of shape (items,), or a scalar), or arm A's level (neither).
 
     ``a``, ``b``: per-item scores ``(runs, items)`` on the same items in the same order, or per-run scalars
     ``(runs,)``. ``scale`` multiplies the result (100: proportions in points). See the module docstring for the
-    method; ``seed`` seeds the bootstrap, so the same inputs give the same interval bit for bit."""
+    method; ``seed`` seeds the bootstrap, so the same inputs give the same interval bit for bit.
+
+    ``paired``: row ``s`` of ``a`` and row ``s`` of ``b`` are runs with the same seed (the module docstring says
+    when that is a design); the estimate is then :func:`level` of ``a - b``, with the paired t-test's p in
+    ``welch_p``. The arms must then have the same shape."""
     if b is not None and base is not None:
         raise ValueError("compare: give b (another arm) or base (a fixed model), not both")
+    if paired:
+        if b is None:
+            raise ValueError("compare: paired=True compares two arms; b is missing")
+        a, b = as_runs(a, "a"), as_runs(b, "b")
+        if a.shape != b.shape:
+            raise ValueError(f"compare: paired arms need run s of a beside run s of b on the same items; a has "
+                             f"shape {a.shape}, b {b.shape}")
+        est = compare(a - b, scale=scale, n_boot=n_boot, seed=seed, alpha=alpha, power=power)
+        run_a, run_b = (a.mean(axis=1), b.mean(axis=1)) if a.ndim == 2 else (a, b)
+        d = run_a - run_b
+        t_p = float(stats.ttest_rel(run_a, run_b).pvalue) if len(d) > 1 and d.var() > 0 else math.nan
+        mz = _pooled_mcnemar(a, b) if a.ndim == 2 else math.nan
+        return replace(est, seeds_b=b.shape[0], welch_p=t_p, mcnemar_z=mz, paired=True)
     a = as_runs(a, "a")
     arm_b = as_runs(b, "b") if b is not None else None
     fixed = np.asarray(base, dtype=float) if base is not None else None
@@ -260,6 +287,7 @@ def projected_mde(se: float, se_runs: float, seeds_a: int, seeds_b: int, n_items
     seeds alone); it is read back from the measured ``df`` (:func:`_run_shares`), so at the measured seed counts
     the result is :func:`compare`'s own MDE. Of the two splits that fit, the larger MDE is returned. Without
     ``df`` the spreads are taken as equal, which understates the MDE when one arm spreads much more than the other.
+    A paired estimate (``compare(..., paired=True)``) is the level of one difference: project it with ``seeds_b=0``.
     Same unit as ``se``; NaN when the spread was not measured (one run)."""
     if seeds < 2:
         raise ValueError(f"projected_mde: seeds must be at least 2 (a spread needs two runs), got {seeds}")
