@@ -57,8 +57,8 @@ print(json.dumps(base_model_info(path, model, tokenizer), indent=1)[:3000])
 # %%
 # both tables (this one and the sampled one below) are computed once per base model and kept in the run store,
 # which the run archive carries: a fresh clone reads them instead of sampling the base again
-greedy, rates = base_model_tables(cfg, out.parent / "runs", prompts=cfg.extra["sample_prompts"],
-                                  samples=cfg.extra["samples_per_prompt"])
+greedy, rates = base_model_tables(cfg, out.parent / "runs", prompts=cfg.knobs.sample_prompts,
+                                  samples=cfg.knobs.samples_per_prompt)
 greedy
 
 # %% [markdown]
@@ -70,6 +70,6 @@ greedy
 summary = base_model_summary(greedy, rates)
 summary.to_csv(out / "base_model_accuracy.csv", index=False)
 write_claims(out, base_model_claims(summary))  # what `make reproduce` compares with the reference results
-fig = success_rate_histogram(rates, samples_per_prompt=cfg.extra["samples_per_prompt"])
+fig = success_rate_histogram(rates, samples_per_prompt=cfg.knobs.samples_per_prompt)
 save_figure(fig, rates, out / "base_model_success_rates")
 summary.round(3)

@@ -58,8 +58,8 @@ print(f"profile={profile}  base={cfg.model.embedded_preset}  {len(cfg.seeds)} se
 # wrong: a base RL can improve samples both right and wrong answers to the same puzzle.
 
 # %%
-bases = evaluate_base_candidates(cfg, cfg.extra["base_candidates"], store, cfg.extra["base_candidate_eval"],
-                                 n_puzzles=cfg.extra["base_candidate_puzzles"])
+bases = evaluate_base_candidates(cfg, cfg.knobs.base_candidates, store, cfg.knobs.base_candidate_eval.overrides(),
+                                 n_puzzles=cfg.knobs.base_candidate_puzzles)
 atomic_write(out / "base_candidates.csv", lambda tmp: bases.to_csv(tmp, index=False))
 bases.round(4)
 
@@ -67,8 +67,8 @@ bases.round(4)
 # ## The map
 
 # %%
-result = run_experiment(cfg, out, workers=workers, store=store, evaluations=[(cfg.extra["sampled_eval"], None)])
-sampled = evaluate_runs(result, cfg, cfg.extra["sampled_eval"])  # computed beside the training: read back
+result = run_experiment(cfg, out, workers=workers, store=store, evaluations=[(cfg.knobs.sampled_eval.overrides(), None)])
+sampled = evaluate_runs(result, cfg, cfg.knobs.sampled_eval.overrides())  # computed beside the training: read back
 table = rl_map_table(result, sampled, list(cfg.sweep))
 atomic_write(out / "rl_map.csv", lambda tmp: table.to_csv(tmp, index=False))
 table.round(4)

@@ -55,15 +55,15 @@ from dgro_lib.analysis.math import math_benchmark_wide
 
 cfg = select_backbone(load_config(find_params("dcpo_table2_main", profile)), backbone)
 out = Path(output_dir or f"../outputs/{profile}/dcpo_table2_main" + (f"_{backbone.split('/')[-1]}" if backbone else ""))
-t, ev = cfg.train, cfg.extra["sampled_eval"]
+t, ev = cfg.train, cfg.knobs.sampled_eval
 h0 = cfg.loss.kwargs["entropy_base"]
-print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(cfg.extra['labels'])} methods {cfg.extra['labels']}; "
+print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(cfg.knobs.labels)} methods {cfg.knobs.labels}; "
       f"{t.max_steps} steps ({t.updates_per_rollout} per rollout batch of {t.prompts_per_step} x "
-      f"{t.num_generations}), lr {t.learning_rate}; H0 = {h0}; sampled evaluation T = {ev['temperature']}, "
-      f"{ev['n_samples']} samples on {cfg.extra['sampled_eval_puzzles']} problems")
+      f"{t.num_generations}), lr {t.learning_rate}; H0 = {h0}; sampled evaluation T = {ev.temperature}, "
+      f"{ev.n_samples} samples on {cfg.knobs.sampled_eval_puzzles} problems")
 
 # %%
-protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
 table, fig, efig = sweep_figures(sweep, out, stem="table2", title=f"DCPO Table 2 methods ({profile} profile)",
@@ -76,7 +76,7 @@ table.round(4)
 # every evaluated problem.
 
 # %%
-k = int(ev["n_samples"])
+k = ev.n_samples
 long = per_benchmark(sweep.sampled, sweep.sources, value=f"avg@{k}")
 long.to_csv(out / "table2_long.csv", index=False)
 wide = math_benchmark_wide(long, value=f"avg@{k}")
@@ -109,7 +109,7 @@ efig
 # Table 3's pass@k on the contest benchmarks is judged the same way.
 
 # %%
-table = show_claims(out, claims(sweep, contest=cfg.extra["contest_benchmarks"], k=k))
+table = show_claims(out, claims(sweep, contest=cfg.knobs.contest_benchmarks, k=k))
 
 # %% [markdown]
 # ### The verdicts, drawn

@@ -58,7 +58,7 @@ print(f"profile={profile}  H0 grid {h0_values} (default {default}); {len(cfg.see
 # ## Calibrating H0 from the base model
 
 # %%
-cal = policy_entropy(cfg, **cfg.extra["calibration"])
+cal = policy_entropy(cfg, **vars(cfg.knobs.calibration))
 calibrated = round_significant(cal["H_nll"], 2)
 pd.DataFrame([cal | {"H0_calibrated": calibrated, "H0_in_params": default}]).to_csv(out / "h0_calibration.csv",
                                                                                       index=False)
@@ -67,7 +67,7 @@ print(f"base H = {cal['H_nll']:.5f} nats/token (full-vocabulary entropy {cal['H_
       + ("the same" if calibrated == default else "DIFFERENT (recalibrate the params files)"))
 
 # %%
-protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
 table, fig, efig = sweep_figures(sweep, out, stem="table4", title=f"DCPO with several H0 ({profile} profile)",
@@ -78,7 +78,7 @@ table.round(4)
 # ## Table 4: avg@k per benchmark
 
 # %%
-k = int(cfg.extra["sampled_eval"]["n_samples"])
+k = int(cfg.knobs.sampled_eval.n_samples)
 long = per_benchmark(sweep.sampled, sweep.sources, value=f"avg@{k}")
 wide = math_benchmark_wide(long, value=f"avg@{k}")
 wide.to_csv(out / "table4.csv", index=False)

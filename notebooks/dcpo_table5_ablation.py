@@ -43,10 +43,10 @@ from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dcpo_table5_ablation", profile, output_dir)
 h0 = cfg.loss.kwargs["entropy_base"]
-print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.extra['labels']}; {cfg.train.max_steps} steps; H0 = {h0}")
+print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.knobs.labels}; {cfg.train.max_steps} steps; H0 = {h0}")
 
 # %%
-protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
 table, fig, efig = sweep_figures(sweep, out, stem="table5", title=f"DCPO Table 5 ablations ({profile} profile)",

@@ -54,7 +54,7 @@ print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) 
       f"{cfg.loss.kwargs}")
 
 # %%
-sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labelled = label_points(result, ["reward.scheme"], labeler=lambda df: df["reward.scheme"])

@@ -55,7 +55,7 @@ print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta
       f"G={t.num_generations}, {t.prompts_per_step} prompts/step, {t.max_steps} steps")
 
 # %%
-sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs",  # the profile's shared run store
                         evaluations=[sampled_protocol])
 base = result.base["summary"]
@@ -103,9 +103,9 @@ fig
 # %%
 model, tokenizer = load_model(resolve_model_path(cfg))
 scale = adam_scale_check(
-    model, tokenizer, load_eval_records(cfg)[: cfg.extra["scale_check_prompts"]],
-    num_generations=cfg.extra["scale_check_generations"], updates=cfg.extra["scale_check_updates"],
-    beta2=cfg.extra["scale_check_beta2"], lr=t.learning_rate, max_new_tokens=t.max_completion_length,
+    model, tokenizer, load_eval_records(cfg)[: cfg.knobs.scale_check_prompts],
+    num_generations=cfg.knobs.scale_check_generations, updates=cfg.knobs.scale_check_updates,
+    beta2=cfg.knobs.scale_check_beta2, lr=t.learning_rate, max_new_tokens=t.max_completion_length,
     template=cfg.data.template,
 )
 scale.to_csv(out / "adam_scale_check.csv", index=False)

@@ -52,7 +52,7 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(next(iter(cfg.sweep.val
       f"{t.learning_rate}")
 
 # %%
-sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labelled = label_points(result, keys, labeler=method_labels)

@@ -46,10 +46,10 @@ from dgro_lib.analysis.math import entropy_trend
 from dgro_lib.analysis.plots import save_figure, smooth, training_curves
 
 cfg = load_config(find_params("dgro_fig4_math_entropy", profile))  # the math runs: Table 3's configuration
-kk_cfg = apply_overrides(load_config(find_params(cfg.extra["kk_params"], profile)), {"sweep": cfg.extra["kk_sweep"]})
+kk_cfg = apply_overrides(load_config(find_params(cfg.knobs.kk_params, profile)), {"sweep": cfg.knobs.kk_sweep})
 out = Path(output_dir or f"../outputs/{profile}/dgro_fig4_math_entropy")
 print(f"profile={profile}  math: {cfg.model.embedded_preset if cfg.model.path == 'embedded' else cfg.model.path}, "
-      f"{cfg.train.max_steps} steps x {len(cfg.seeds)} seeds; K&K: {cfg.extra['kk_params']} {cfg.extra['kk_sweep']}, "
+      f"{cfg.train.max_steps} steps x {len(cfg.seeds)} seeds; K&K: {cfg.knobs.kk_params} {cfg.knobs.kk_sweep}, "
       f"{kk_cfg.train.max_steps} steps x {len(kk_cfg.seeds)} seeds")
 
 # %%

@@ -48,7 +48,7 @@ from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.analysis.plots import kk_size_figure, save_figure
 
 cfg, out = open_notebook("dgro_table2_kk", profile, output_dir)
-sizes, per_size = cfg.extra["table_people"], cfg.extra["puzzles_per_size"]
+sizes, per_size = cfg.knobs.table_people, cfg.knobs.puzzles_per_size
 by_size = [({}, None, {"eval_people": [k], "n_eval": per_size}) for k in sizes]  # greedy, one held-out set per size
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.sweep}; trained on {cfg.data.train_people} people; "
       f"evaluated on {sizes} people, {per_size} puzzles each")

@@ -61,7 +61,7 @@ print(f"profile={profile}  base {cfg.model.path if cfg.model.path != 'embedded' 
       f"{t.learning_rate}; loss {cfg.loss.name} {cfg.loss.kwargs}")
 
 # %%
-sampled_protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])  # computed beside the training
+sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labeler = partial(run_labels, loss=config_to_dict(cfg)["loss"], keys=list(cfg.sweep))  # "DGRO [-3,3]"

@@ -56,12 +56,12 @@ from dgro_lib.analysis.plots import gradient_bounds_figure, save_figure, soft_va
 cfg, out = open_notebook("dgro_theory", profile, output_dir)
 out.mkdir(parents=True, exist_ok=True)
 write_manifest(out / "manifest.json", config=config_to_dict(cfg), seed=cfg.seeds[0])
-x = cfg.extra
-low, high, n_beta = x["log10_beta"]
+x = cfg.knobs  # the typed extra section (dgro_lib.config.knobs.TheoryKnobs)
+low, high, n_beta = x.log10_beta
 betas = np.logspace(low, high, int(n_beta))
 pd.set_option("display.max_colwidth", 200)
-print(f"profile={profile}: {x['n_problems']} reward distributions x {len(betas)} betas; {x['n_policies']} policies "
-      f"of {x['policy']}")
+print(f"profile={profile}: {x.n_problems} reward distributions x {len(betas)} betas; {x.n_policies} policies "
+      f"of {x.policy}")
 
 # %% [markdown]
 # ## Section 3.1: how far is r̄ from V(x, β)?
@@ -82,7 +82,7 @@ save_figure(fig, example_sweep, out / "soft_value_error")
 fig
 
 # %%
-problems = theory.random_reward_problems(x["n_problems"], seed=cfg.seeds[0])
+problems = theory.random_reward_problems(x.n_problems, seed=cfg.seeds[0])
 sweep = theory.value_sweep(problems, betas)
 violations = theory.bound_violations(sweep)
 violations.to_csv(out / "bound_violations.csv", index=False)
@@ -108,7 +108,7 @@ lemma_e2
 # correct/wrong reward at three accuracies:
 
 # %%
-grid = theory.beta_grid_error(x["beta_grid"]["beta1"], x["beta_grid"]["beta2"], x["beta_grid"]["accuracy"])
+grid = theory.beta_grid_error(x.beta_grid.beta1, x.beta_grid.beta2, x.beta_grid.accuracy)
 grid.to_csv(out / "fig2_beta_error.csv", index=False)
 grid.pivot_table(index=["beta1", "beta2", "beta"], columns="accuracy", values="error").round(4)
 
@@ -116,10 +116,10 @@ grid.pivot_table(index=["beta1", "beta2", "beta"], columns="accuracy", values="e
 # ## Theorem 3.4: the gradient terms and their bounds
 
 # %%
-pol = x["policy"]
-cases = theory.theorem34_sweep(x["n_policies"], vocab=pol["vocab"], length=pol["length"], dim=pol["dim"],
+pol = x.policy
+cases = theory.theorem34_sweep(x.n_policies, vocab=pol.vocab, length=pol.length, dim=pol.dim,
                                seed=cfg.seeds[0])
-variance = theory.variance_sweep(vocab=pol["vocab"], length=pol["length"], dim=pol["dim"], seed=cfg.seeds[0])
+variance = theory.variance_sweep(vocab=pol.vocab, length=pol.length, dim=pol.dim, seed=cfg.seeds[0])
 fig = gradient_bounds_figure(cases, variance)
 save_figure(fig, cases, out / "gradient_bounds")
 variance.to_csv(out / "gradient_vs_variance.csv", index=False)

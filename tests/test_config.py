@@ -30,6 +30,41 @@ def test_every_shipped_params_file_loads(path):
     assert cfg.name == path.stem  # the notebook a params file belongs to is its file name
 
 
+@pytest.mark.parametrize("path", sorted(PARAMS.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_params_file_has_its_notebooks_typed_knobs(path):
+    from dgro_lib.config.knobs import KNOBS, EvalOverrides
+
+    cfg = load_config(path)
+    assert cfg.name in KNOBS, f"{path}: no typed knobs registered for {cfg.name}"
+    knobs = cfg.knobs
+    assert isinstance(knobs, KNOBS[cfg.name])
+    raw = yaml.safe_load(path.read_text()).get("extra") or {}
+    for key, value in vars(knobs).items():  # an evaluation protocol's overrides are exactly what the file says
+        if isinstance(value, EvalOverrides):
+            assert value.overrides() == raw[key], (path, key)
+
+
+def test_a_missing_or_misspelled_knob_is_a_load_error_naming_the_file_and_the_key(tmp_path):
+    # DGRO Fig. 1's paper params once lacked the sampled reading its notebook reads: a KeyError on the GPU node
+    data = yaml.safe_load((PARAMS / "paper" / "dgro_fig1_reward_variance.yaml").read_text())
+    del data["extra"]["sampled_eval"]
+    with pytest.raises(ConfigError, match=r"fig1\.yaml: missing required key extra\.sampled_eval$"):
+        load_config(write(tmp_path, data, "fig1.yaml"))
+    data = yaml.safe_load((PARAMS / "cpu" / "dgro_fig2_beta.yaml").read_text())
+    data["extra"]["sampled_eval_puzzle"] = data["extra"].pop("sampled_eval_puzzles")
+    with pytest.raises(ConfigError, match=r"fig2\.yaml: unknown key extra\.sampled_eval_puzzle "):
+        load_config(write(tmp_path, data, "fig2.yaml"))
+    data["extra"]["sampled_eval_puzzles"] = data["extra"].pop("sampled_eval_puzzle")
+    data["extra"]["sampled_eval"]["n_sample"] = 4
+    with pytest.raises(ConfigError, match=r"unknown key extra\.sampled_eval\.n_sample "):
+        load_config(write(tmp_path, data, "fig2.yaml"))
+    cfg = load_config(PARAMS / "cpu" / "dgro_fig2_beta.yaml")
+    with pytest.raises(ConfigError, match=r"extra\.sampled_eval_puzzles: expected"):
+        apply_overrides(cfg, {"extra.sampled_eval_puzzles": "all"})
+    # an experiment no notebook registers keeps a free-form extra
+    assert load_config(write(tmp_path, {"name": "my_own", "extra": {"anything": 1}})).knobs == {"anything": 1}
+
+
 def test_unknown_key_names_file_and_dotted_key(tmp_path):
     path = write(tmp_path, {"name": "x", "train": {"max_step": 3}})
     with pytest.raises(ConfigError, match=r"exp\.yaml.*train\.max_step.*max_steps"):

@@ -273,3 +273,72 @@ def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
         assert gpu.model.embedded_preset == cpu.model.embedded_preset and gpu.sweep == cpu.sweep
         if gpu.kind == "train":
             assert gpu.train.cpu is False and gpu.train.learning_rate == cpu.train.learning_rate
+
+
+def test_answer_slips_flip_roles_at_the_rate_keep_the_length_and_leave_other_configs_unchanged():
+    import dataclasses
+    import random
+
+    from dgro_lib.data.kk.trace import slip_answer
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+    from dgro_lib.miniature.supervised import _kk_corpus
+
+    # the rate is a per-person probability: 3,000 x 3 draws at 0.3 (s.d. of the mean ~0.005)
+    rng = random.Random(0)
+    flips = [slip_answer((True, False, True), 0.3, rng)[1] for _ in range(3000)]
+    assert abs(sum(flips) / 9000 - 0.3) < 0.02
+    assert slip_answer((True, False), 0.0, rng) == ((True, False), 0)
+    assert slip_answer((True, False), 1.0, rng) == ((False, True), 2)
+    with pytest.raises(ValueError, match="answer_slip_rate must be a probability"):
+        slip_answer((True,), 1.5, rng)
+    with pytest.raises(ValueError, match="answer_slip_rate must be a probability"):
+        EmbeddedModelConfig(answer_slip_rate=-0.1)
+    with pytest.raises(ValueError, match="kk' only"):
+        EmbeddedModelConfig(task="math", answer_slip_rate=0.1)
+
+    # the default stays out of the hashed dict (earlier bases keep their cache keys)
+    assert "answer_slip_rate" not in EMBEDDED_PRESETS["mini"].to_dict()
+    assert EMBEDDED_PRESETS["mini_answer_slip"].to_dict()["answer_slip_rate"] == 0.3
+
+    cfg = dataclasses.replace(EMBEDDED_PRESETS["mini_answer_slip"], n_puzzles=300)
+    slipped, clean = _kk_corpus(cfg), _kk_corpus(dataclasses.replace(cfg, answer_slip_rate=0.0))
+    assert slipped.prompts == clean.prompts
+    differ = 0
+    for a, b in zip(slipped.completions, clean.completions):
+        trace_a, answer_a = a.split("</think>")
+        trace_b, answer_b = b.split("</think>")
+        assert trace_a == trace_b  # the trace is right either way
+        assert len(a.split()) == len(b.split())  # length-neutral: only role words change
+        changed = [(x, y) for x, y in zip(answer_a.split(), answer_b.split()) if x != y]
+        assert all({x, y} == {"knight", "knave"} for x, y in changed)
+        differ += bool(changed)
+    assert slipped.slipped == differ
+    # 1 - 0.7^k per puzzle of k people: 2-3 people at 0.3 -> ~0.51-0.66 of the completions
+    assert 0.45 < differ / len(clean.completions) < 0.72
+
+
+def test_guesses_skip_the_trace_with_a_uniform_assignment_and_leave_the_rest_unchanged():
+    import dataclasses
+
+    from dgro_lib.data.kk.trace import completion_text
+    from dgro_lib.models import EMBEDDED_PRESETS, EmbeddedModelConfig
+    from dgro_lib.miniature.supervised import _kk_corpus
+    from dgro_lib.rewards.kk import kk_is_correct
+
+    with pytest.raises(ValueError, match="guess_rate must be a probability"):
+        EmbeddedModelConfig(guess_rate=2.0)
+    assert "guess_rate" not in EMBEDDED_PRESETS["mini"].to_dict()
+    cfg = dataclasses.replace(EMBEDDED_PRESETS["mini_guess"], n_puzzles=600)
+    corpus = _kk_corpus(cfg)
+    clean = _kk_corpus(dataclasses.replace(cfg, guess_rate=0.0))
+    guesses = [i for i, c in enumerate(corpus.completions) if c.startswith("</think>")]
+    assert abs(len(guesses) / len(corpus.completions) - cfg.guess_rate) < 0.05
+    traced = [i for i in range(len(corpus.completions)) if i not in set(guesses)]
+    # every non-guess is the right trace, as without guesses
+    assert all(corpus.completions[i] == clean.completions[i] for i in traced)
+    assert all(corpus.completions[i] == completion_text(corpus.records[i], style=cfg.trace_style) for i in traced)
+    # a guess is right about as often as chance (2^-n for n people)
+    right = [kk_is_correct(corpus.completions[i], names=corpus.records[i]["names"],
+                           solution=corpus.records[i]["solution"]) for i in guesses]
+    chance = sum(0.5 ** len(corpus.records[i]["names"]) for i in guesses)
+    assert abs(sum(right) - chance) < 4 * chance ** 0.5 + 1

@@ -55,7 +55,7 @@ def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
     if missing:
         raise FileNotFoundError(f"split_half: {len(missing)} run(s) not finished in {store}: {missing[:6]} "
                                 "(train them first; this check trains nothing)")
-    protocol = (cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])
+    protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)
     with tempfile.TemporaryDirectory() as tmp:
         result = run_experiment(cfg, tmp, workers=1, store=store, evaluations=[protocol])
         sampled = evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1])

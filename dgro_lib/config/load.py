@@ -40,6 +40,7 @@ def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
 
 def _validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that the types alone cannot express."""
+    cfg.knobs  # noqa: B018  (builds the notebook's typed extra section: a missing or misspelled knob raises here)
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
     if cfg.kind not in KINDS:

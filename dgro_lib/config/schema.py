@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dgro_lib.util.typed import build_dataclass
+
 __all__ = ["DISTRIBUTED", "KINDS", "ModelConfig", "DataConfig", "RewardConfig", "LossConfig", "TrainConfig",
            "EvalConfig", "ExperimentConfig"]
 
@@ -260,5 +262,17 @@ class ExperimentConfig:
     key (or one inside it, like ``loss`` and ``loss.kwargs.coef``) may appear in one sweep key only, and no
     list may be empty (:class:`ConfigError` naming the sweep key)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Notebook-specific knobs (documented in the notebook that reads them)."""
+    """Notebook-specific knobs, as written: the notebook's typed section (:data:`dgro_lib.config.knobs.KNOBS`, by
+    ``name``) checks them when the file loads, and :attr:`knobs` returns it built. Free-form for an experiment no
+    notebook registers."""
+
+    @property
+    def knobs(self) -> Any:
+        """The typed ``extra`` section of this experiment's notebook (:mod:`dgro_lib.config.knobs`), built strictly
+        (a :class:`~dgro_lib.util.typed.ConfigError` names a missing or unknown ``extra.<key>``); the plain mapping
+        for an experiment no notebook registers."""
+        from dgro_lib.config.knobs import knobs_class  # a leaf module; imported here to keep schema free of it
+
+        cls = knobs_class(self.name)
+        return dict(self.extra) if cls is None else build_dataclass(cls, dict(self.extra), "extra")
 

@@ -24,7 +24,7 @@ from transformers import get_cosine_schedule_with_warmup
 from dgro_lib.data import kk
 from dgro_lib.data import math as math_data
 from dgro_lib.data.math.worked import trace_answer, worked_examples
-from dgro_lib.data.kk.trace import build_trace, format_answer, header_words
+from dgro_lib.data.kk.trace import build_trace, format_answer, header_words, slip_answer
 from dgro_lib.evaluate.accuracy import evaluate_greedy
 from dgro_lib.tasks import get_task
 
@@ -38,6 +38,8 @@ __all__ = ["warmup", "warmup_records", "heldout_records", "warmup_heldout", "cop
 HELDOUT_SEED_BASE = 990_000
 # Math warm-up problems use this base + cfg.seed (data.math.worked keeps them disjoint from every held-out problem).
 MATH_WARMUP_SEED_BASE = 500_000
+ANSWER_SLIP_SEED_BASE = 700_000
+GUESS_SEED_BASE = 800_000
 _MATH_MAX_NEW_TOKENS = 128  # the longest worked trace (mul of 3 digits, muladd) is ~45 tokens
 
 
@@ -115,13 +117,23 @@ class _Corpus:
 def _kk_corpus(cfg: EmbeddedModelConfig) -> _Corpus:
     records = warmup_records(cfg)
     rng = random.Random(cfg.seed)
+    # answer slips draw from a stream of their own, so a config without them builds the data it always built
+    answer_rng = random.Random(ANSWER_SLIP_SEED_BASE + cfg.seed)
+    guess_rng = random.Random(GUESS_SEED_BASE + cfg.seed)
     prompts, completions, slipped = [], [], 0
     for rec in records:
-        t = build_trace(rec, style=cfg.trace_style, slip_rate=cfg.slip_rate, rng=rng)
-        slipped += t.slipped
-        head = f"{t.text} " if t.text else ""
         prompts.append(kk.format_prompt(rec, template=cfg.template))
-        completions.append(f"{head}</think> <answer> {format_answer(rec['names'], t.assignment)} </answer>")
+        if cfg.guess_rate > 0 and guess_rng.random() < cfg.guess_rate:
+            guess = [guess_rng.random() < 0.5 for _ in rec["names"]]
+            completions.append(f"</think> <answer> {format_answer(rec['names'], guess)} </answer>")
+            continue
+        t = build_trace(rec, style=cfg.trace_style, slip_rate=cfg.slip_rate, rng=rng)
+        answer, flipped = t.assignment, 0
+        if cfg.answer_slip_rate > 0:
+            answer, flipped = slip_answer(t.assignment, cfg.answer_slip_rate, answer_rng)
+        slipped += bool(t.slipped or flipped)
+        head = f"{t.text} " if t.text else ""
+        completions.append(f"{head}</think> <answer> {format_answer(rec['names'], answer)} </answer>")
 
     def heldout():
         return [(str(p), heldout_records(p, cfg.eval_puzzles, exclude=records, name_order=cfg.name_order),

@@ -75,6 +75,16 @@ class EmbeddedModelConfig:
     """Slips in the warm-up traces (a base whose errors RL can fix). K&K: the probability that a trace carries one
     answer-changing clause slip (:mod:`dgro_lib.data.kk.trace`). Math: the probability that each due carry is left out
     of the trace (:mod:`dgro_lib.data.math.worked`), so the base drops a carry about that often when it samples."""
+    guess_rate: float = 0.0
+    """K&K only: the probability that a warm-up completion skips the trace and answers at once with a guess, an
+    assignment drawn uniformly at random (``</think> <answer> ... </answer>`` right after the prompt's ``<think>``).
+    The base then decides at its first completion token whether to reason (accurate, long) or guess (short, right
+    with probability 2^-n): the behaviour RL re-weights in the ``mini_guess`` miniature."""
+    answer_slip_rate: float = 0.0
+    """K&K only: the probability that each person's role in the answer block is written flipped after a right trace
+    (:func:`dgro_lib.data.kk.trace.slip_answer`). Length-neutral, unlike ``slip_rate``: the base then writes a wrong
+    role at about that rate per person when it samples, an error an outcome reward sees and RL can remove without
+    changing the completion's length."""
 
     prompt_loss: bool = False
     """Train on the prompt tokens too (full language modelling), not only the completion. Free (the prompt is
@@ -140,6 +150,17 @@ class EmbeddedModelConfig:
                 or not 0.0 <= self.slip_rate <= 1.0:
             raise ValueError(f"slip_rate must be a probability in [0, 1], got {self.slip_rate!r}")
         object.__setattr__(self, "slip_rate", float(self.slip_rate))
+        if isinstance(self.answer_slip_rate, bool) or not isinstance(self.answer_slip_rate, (int, float)) \
+                or not 0.0 <= self.answer_slip_rate <= 1.0:
+            raise ValueError(f"answer_slip_rate must be a probability in [0, 1], got {self.answer_slip_rate!r}")
+        object.__setattr__(self, "answer_slip_rate", float(self.answer_slip_rate))
+        if isinstance(self.guess_rate, bool) or not isinstance(self.guess_rate, (int, float)) \
+                or not 0.0 <= self.guess_rate <= 1.0:
+            raise ValueError(f"guess_rate must be a probability in [0, 1], got {self.guess_rate!r}")
+        object.__setattr__(self, "guess_rate", float(self.guess_rate))
+        if self.task == "math" and (self.answer_slip_rate or self.guess_rate):
+            raise ValueError("answer_slip_rate and guess_rate apply to task 'kk' only (math slips are slip_rate's "
+                             "carries)")
         object.__setattr__(self, "statement_drills", float(self.statement_drills))
         if self.trace_style not in STYLES:
             raise ValueError(f"trace_style must be one of {STYLES}, got {self.trace_style!r}")
@@ -166,7 +187,8 @@ class EmbeddedModelConfig:
         if d["task"] == "kk":  # likewise for every K&K config
             del d["task"], d["math_kinds"]
         for key, default in (("statement_drills", 0.0), ("name_order", "random"), ("template", "plain"),
-                             ("vocabulary", "all")):
+                             ("vocabulary", "all"), ("answer_slip_rate", 0.0),
+                             ("guess_rate", 0.0)):
             if d[key] == default:  # likewise for configs from before these fields existed
                 del d[key]
         return d
@@ -225,6 +247,23 @@ EMBEDDED_PRESETS["mini_slip"] = dataclasses.replace(EMBEDDED_PRESETS["mini"], sl
 EMBEDDED_PRESETS["mini_small_vocab_stage1"] = dataclasses.replace(EMBEDDED_PRESETS["mini_stage1"], vocabulary="own")
 EMBEDDED_PRESETS["mini_small_vocab"] = dataclasses.replace(EMBEDDED_PRESETS["mini"], vocabulary="own",
                                                            continue_from="mini_small_vocab_stage1")
+
+# A length-neutral K&K slip base, measured and not adopted: mini_small_vocab, then a third stage of 400 steps on new
+# puzzles (seed 2) whose traces are right and whose answer blocks write each person's role flipped with probability
+# 0.3 (dgro_lib.data.kk.trace.slip_answer). RL from it gained ~10 points of sampled accuracy in 60 steps and then
+# stalled, and larger learning rates broke the trace (docs/embedded-model.md).
+EMBEDDED_PRESETS["mini_answer_slip"] = dataclasses.replace(EMBEDDED_PRESETS["mini_small_vocab"],
+                                                           continue_from="mini_small_vocab", answer_slip_rate=0.3,
+                                                           max_steps=400, lr=1e-3, warmup_steps=20, seed=2)
+# The K&K miniature RL learns on: mini_small_vocab, then a third stage of 400 steps on new puzzles (seed 2) in which
+# 60 % of the completions skip the trace and guess (a uniformly random assignment) and 40 % reason with the full,
+# right trace. The base decides at its first completion token whether to reason; RL re-weights that decision. The
+# warm-up's loss is a mean over each length-bucketed batch's tokens, so a short guess weighs more than a trace in the
+# decision token's gradient: the base reasons in ~21 % of its samples, not 40 % (at 50 % guesses ~28 %, at 20 % ~69 %,
+# at 75 % ~5 %). Sampled accuracy 22 %, greedy 14.5 % (the guess is the mode). docs/embedded-model.md has the rest.
+EMBEDDED_PRESETS["mini_guess"] = dataclasses.replace(EMBEDDED_PRESETS["mini_small_vocab"],
+                                                     continue_from="mini_small_vocab", guess_rate=0.6,
+                                                     max_steps=400, lr=1e-3, warmup_steps=20, seed=2)
 
 # The math miniature's ci base: builds in seconds on the math tokenizer; learns the format, not the arithmetic.
 EMBEDDED_PRESETS["math_ci"] = dataclasses.replace(EMBEDDED_PRESETS["ci"], task="math", trace_style="explicit",

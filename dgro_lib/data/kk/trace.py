@@ -52,7 +52,13 @@ assignment checked before the solution, chosen so that the flip turns that assig
 inconsistent person ``ok`` — the trace then accepts a wrong assignment and the answer follows the
 trace. A base model warmed up on such data samples both right and wrong solutions: a base whose
 errors RL can fix. Puzzles without such a near-miss before the solution cannot slip;
-:func:`build_trace` reports whether a slip happened.
+:func:`build_trace` reports whether a slip happened. A clause slip stops the trace early (it accepts an assignment
+tried before the solution), so a slipped trace is shorter than the right one.
+
+``answer_slip_rate`` (:func:`slip_answer`) is the length-neutral alternative: the trace is right, and each
+person's role in the answer block is written flipped with that probability, independently. The completion has
+exactly as many tokens either way, so a policy that stops slipping does not change its length; the base learns the
+rate as the probability of the other role word at each answer role token.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ __all__ = [
     "reasoning_trace",
     "completion_text",
     "format_answer",
+    "slip_answer",
     "trace_vocabulary",
 ]
 
@@ -332,6 +339,16 @@ def completion_text(record: dict, *, style: str = "explicit", slip_rate: float =
     t = build_trace(record, style=style, slip_rate=slip_rate, rng=rng)
     head = f"{t.text} " if t.text else ""
     return f"{head}</think> <answer> {format_answer(record['names'], t.assignment)} </answer>"
+
+
+def slip_answer(assignment: Sequence[bool], rate: float, rng: random.Random) -> tuple[tuple[bool, ...], int]:
+    """The answer a slipping writer copies from the trace's accepted ``assignment``: each role flipped with
+    probability ``rate``, independently (one ``rng.random()`` draw per person, always, so the stream does not
+    depend on the outcome). Returns the written assignment and how many roles were flipped."""
+    if isinstance(rate, bool) or not 0.0 <= float(rate) <= 1.0:
+        raise ValueError(f"answer_slip_rate must be a probability in [0, 1], got {rate!r}")
+    flips = [rng.random() < rate for _ in assignment]
+    return tuple(bool(r) != f for r, f in zip(assignment, flips)), sum(flips)
 
 
 def trace_vocabulary() -> tuple[str, ...]:

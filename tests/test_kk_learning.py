@@ -1,0 +1,91 @@
+"""bench/kk_learning.py on a made-up run store: every figure against a computation written here from its definition,
+and the pilot's params (arms named by their labels, the targets it checks)."""
+
+import json
+import math
+import random
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from bench_scripts import load
+
+
+def _run(folder, rng, *, final, curve, train, minutes_train, max_steps=40):
+    (folder / "evals").mkdir(parents=True)
+    (folder / "final_eval.json").write_text(json.dumps({"summary": {"accuracy": final, "wall_s": 30.0}}))
+    (folder / "evals" / "g.json").write_text(json.dumps({"protocol": {"temperature": 0.0},
+                                                         "summary": {"accuracy": 0.5, "wall_s": 12.0}}))
+    (folder / "manifest.json").write_text(json.dumps({"train_seconds": 60.0 * minutes_train}))
+    steps = list(range(10, max_steps, 10))
+    pd.DataFrame({"step": steps + [max_steps], "accuracy": curve + [final],
+                  "wall_s": [6.0] * len(steps) + [30.0]}).to_csv(folder / "heldout.csv", index=False)
+    pd.DataFrame({"step": range(1, max_steps + 1), "kk_outcome/correct": train,
+                  "completions/mean_length": [rng.uniform(20, 200) for _ in train],
+                  "entropy": [rng.uniform(0, 0.1) for _ in train]}).to_csv(folder / "metrics.csv", index=False)
+
+
+def test_every_figure_matches_its_definition(tmp_path):
+    kl = load("kk_learning")
+    rng = random.Random(0)
+    cfg = SimpleNamespace(train=SimpleNamespace(max_steps=40))
+    rows, runs = [], {}
+    for arm, lift in (("A", 0.3), ("B", 0.1)):
+        for seed in range(3):
+            key = f"{arm}{seed}"
+            final = 0.2 + lift + 0.01 * seed
+            curve = [rng.random() for _ in range(3)]
+            train = [rng.random() * (0.5 if s < 20 else 1.0) for s in range(40)]
+            _run(tmp_path / key, rng, final=final, curve=curve, train=train, minutes_train=4 + seed)
+            runs[key] = (final, curve, train, 4 + seed)
+            rows.append({"arm": arm, "seed": seed, "key": key, "greedy": 0.4 + lift})
+    base = {"sampled_base": 20.0, "greedy_base": 10.0}
+    table = kl.arm_table(pd.DataFrame(rows), base, tmp_path, cfg).set_index("arm")
+
+    def arm_values(arm, fn):
+        return [fn(*runs[f"{arm}{s}"]) for s in range(3)]
+
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+    def var(xs):
+        m = mean(xs)
+        return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+    for arm in ("A", "B"):
+        finals = arm_values(arm, lambda f, c, t, m: 100 * f)
+        speeds = arm_values(arm, lambda f, c, t, m: 100 * mean(c))  # the periodic curve, final step excluded
+        first = arm_values(arm, lambda f, c, t, m: 100 * mean(t[:10]))
+        last = arm_values(arm, lambda f, c, t, m: 100 * mean(t[-10:]))
+        minutes = arm_values(arm, lambda f, c, t, m: m + (30.0 + 12.0) / 60)  # periodic ones are in m
+        r = table.loc[arm]
+        assert r["sampled_final"] == pytest.approx(mean(finals))
+        assert r["sampled_rise"] == pytest.approx(mean(finals) - 20.0)
+        assert r["speed"] == pytest.approx(mean(speeds))
+        assert r["sd_speed"] == pytest.approx(math.sqrt(var(speeds)))
+        assert r["train_rise"] == pytest.approx(mean(last) - mean(first))
+        assert r["minutes"] == pytest.approx(mean(minutes))
+        assert r["minutes_max"] == pytest.approx(max(minutes))
+        assert r["greedy_final"] == pytest.approx(100 * (0.4 + (0.3 if arm == "A" else 0.1)))
+    fa, fb = arm_values("A", lambda f, c, t, m: 100 * f), arm_values("B", lambda f, c, t, m: 100 * f)
+    assert table.loc["B", "mde_final"] == pytest.approx(2.80 * math.sqrt(var(fa) / 3 + var(fb) / 3))
+    assert math.isnan(table.loc["A", "mde_final"])  # the first arm is what the others are compared with
+    # A rises 30+ points; its training rise and minutes decide whether it meets every target
+    a = table.loc["A"]
+    expected = a["sampled_rise"] >= 20 and a["train_rise"] >= 15 and a["minutes_max"] <= 8
+    assert bool(a["meets_targets"]) == bool(expected)
+    assert not table.loc["B", "meets_targets"]  # a 10-point rise misses the 20-point target
+
+
+def test_the_pilot_params_name_every_arm_and_keep_a_control():
+    from dgro_lib.config import expand_sweep, load_config
+    from bench_scripts import BENCH
+
+    cfg = load_config(BENCH / "kk_pilot.yaml")
+    points = {json.dumps(p, sort_keys=True) for p, _, _ in expand_sweep(cfg)}
+    assert len(points) == len(cfg.knobs.labels)
+    lrs = {json.loads(p)["train.learning_rate"] for p in points}
+    assert min(lrs) == pytest.approx(max(lrs) / 4)  # the positive control learns at a quarter of the rate
+    assert cfg.eval.temperature == 1.0 and cfg.knobs.greedy_eval.temperature == 0.0
+    assert cfg.model.embedded_preset == "mini_guess"
