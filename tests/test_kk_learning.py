@@ -34,7 +34,7 @@ def test_every_figure_matches_its_definition(tmp_path):
     for arm, lift in (("A", 0.3), ("B", 0.1)):
         for seed in range(3):
             key = f"{arm}{seed}"
-            final = 0.2 + lift + 0.01 * seed
+            final = 0.2 + lift + 0.01 * seed + rng.uniform(-0.02, 0.02)
             curve = [rng.random() for _ in range(3)]
             train = [rng.random() * (0.5 if s < 20 else 1.0) for s in range(40)]
             _run(tmp_path / key, rng, final=final, curve=curve, train=train, minutes_train=4 + seed)
@@ -68,14 +68,49 @@ def test_every_figure_matches_its_definition(tmp_path):
         assert r["minutes"] == pytest.approx(mean(minutes))
         assert r["minutes_max"] == pytest.approx(max(minutes))
         assert r["greedy_final"] == pytest.approx(100 * (0.4 + (0.3 if arm == "A" else 0.1)))
+    # B - A seed for seed (both arms hold seeds 0-2): the per-seed differences' mean, t interval at 2 df
     fa, fb = arm_values("A", lambda f, c, t, m: 100 * f), arm_values("B", lambda f, c, t, m: 100 * f)
-    assert table.loc["B", "mde_final"] == pytest.approx(2.80 * math.sqrt(var(fa) / 3 + var(fb) / 3))
-    assert math.isnan(table.loc["A", "mde_final"])  # the first arm is what the others are compared with
+    d = [b - a for a, b in zip(fa, fb)]
+    half = 4.302652729911275 * math.sqrt(var(d) / 3)  # t(0.975, 2 df)
+    assert table.loc["B", "d_final"] == pytest.approx(mean(d))
+    assert table.loc["B", "d_final_lo"] == pytest.approx(mean(d) - half, rel=1e-6)
+    assert table.loc["B", "d_final_hi"] == pytest.approx(mean(d) + half, rel=1e-6)
+    assert table.loc["B", "mde_final"] > 0
+    assert math.isnan(table.loc["A", "d_final"])  # the first arm is what the others are compared with
     # A rises 30+ points; its training rise and minutes decide whether it meets every target
     a = table.loc["A"]
     expected = a["sampled_rise"] >= 20 and a["train_rise"] >= 15 and a["minutes_max"] <= 8
     assert bool(a["meets_targets"]) == bool(expected)
     assert not table.loc["B", "meets_targets"]  # a 10-point rise misses the 20-point target
+
+    # the curves: step 0 is the base, the periodic points and the final are each run's, and the figure's lines are
+    # the seed means at every step (the control dashed)
+    from dgro_lib.analysis.plots import arm_bands_figure
+
+    curves = kl.arm_curves(pd.DataFrame(rows), base, tmp_path, cfg)
+    acc = curves.dropna(subset=["accuracy"])
+    assert set(acc.loc[acc["step"] == 0, "accuracy"]) == {20.0}
+    a0 = acc[(acc["arm"] == "A") & (acc["seed"] == 0)].set_index("step")["accuracy"]
+    final, curve, _, _ = runs["A0"]
+    assert list(a0.loc[[10, 20, 30, 40]]) == pytest.approx([100 * c for c in curve] + [100 * final])
+    fig = arm_bands_figure(curves, kl.CURVE_PANELS, hue="arm", order=["A", "B"], dashed=["B"])
+    line_a, line_b = fig.axes[0].get_lines()[:2]
+    means = acc[acc["arm"] == "A"].groupby("step")["accuracy"].mean()
+    assert list(line_a.get_ydata()) == pytest.approx(list(means))
+    assert line_b.get_linestyle() == "--" and line_a.get_linestyle() == "-"
+    assert len(fig.axes) == len(kl.CURVE_PANELS)
+
+
+def test_the_pilot_meets_its_targets_read_from_the_run_archive(tmp_path):
+    """From a clean clone: the archived pilot runs restore into a fresh store (nothing trains), both paper arms meet
+    every learning target, and the control at a quarter of the learning rate is detected as slower."""
+    kl = load("kk_learning")
+    table = kl.main(["--store", str(tmp_path / "runs")]).set_index("arm")
+    for arm in ("DGRO (1, 0.1) [-3,3]", "GRPO [-3,3]"):
+        assert table.loc[arm, "meets_targets"], table.loc[arm]
+    control = table.loc["control: DGRO (1, 0.1) [-3,3] at lr / 4"]
+    assert control["d_speed_hi"] < 0  # slower, with a run-level interval that excludes 0
+    assert not list((tmp_path / "runs").glob("*/trainer"))  # restored, not trained: no checkpoint anywhere
 
 
 def test_the_pilot_params_name_every_arm_and_keep_a_control():

@@ -15,7 +15,7 @@ import seaborn as sns
 
 from dgro_lib.util.files import atomic_write
 
-__all__ = ["save_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
+__all__ = ["save_figure", "arm_bands_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
            "success_rate_histogram", "rl_map_figure", "soft_value_figure", "gradient_bounds_figure",
            "kk_size_figure", "grad_ratio_figure", "verdict_figure", "short_label", "VERDICT_COLORS"]
 
@@ -78,6 +78,39 @@ LEARNING_CURVE_PANELS = {
     "response_length": "response length\n(tokens{window})",
     "entropy": "entropy\n(nats/token{window})",
 }
+
+
+def arm_bands_figure(curves: pd.DataFrame, panels: dict[str, str], *, hue: str, order: Sequence[str],
+                     dashed: Sequence[str] = (), title: str | None = None) -> plt.Figure:
+    """The paper's layout: one panel per metric (``panels``: column -> axis label), each arm's mean curve over its
+    seeds with a run-level band (the 95 % t-interval of the seed means at each step), every arm in one panel.
+
+    ``curves``: long table with ``hue``, ``seed``, ``step`` and the panel columns (per-step values of each run).
+    ``dashed``: arms drawn dashed (a positive control), so that the paper's arms stay the solid lines."""
+    from scipy import stats
+
+    colors = dict(zip(order, sns.color_palette(n_colors=len(order))))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
+    for ax, (column, label) in zip(axes[0], panels.items()):
+        sub = curves.dropna(subset=[column])
+        for arm in order:
+            g = sub[sub[hue] == arm].groupby("step")[column]
+            mean, n, sd = g.mean(), g.count(), g.std()
+            half = sd / n.pow(0.5) * stats.t.ppf(0.975, (n - 1).clip(lower=1))
+            ax.plot(mean.index, mean.values, color=colors[arm], lw=1.8, ls="--" if arm in dashed else "-",
+                    label=f"{arm} ({int(n.max())} seeds)")
+            ax.fill_between(mean.index, (mean - half).values, (mean + half).values, color=colors[arm], alpha=0.18,
+                            lw=0)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(order)), frameon=False,
+               bbox_to_anchor=(0.5, -0.02 - 0.06 * ((len(order) - 1) // 3)))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08 + 0.06 * ((len(order) - 1) // 3), 1, 1))
+    return fig
 
 
 def learning_curves_figure(curves: pd.DataFrame, *, hue: str, hue_order: Sequence[str] | None = None,
