@@ -70,6 +70,9 @@ greedy
 summary = base_model_summary(greedy, rates)
 summary.to_csv(out / "base_model_accuracy.csv", index=False)
 write_claims(out, base_model_claims(summary))  # what `make reproduce` compares with the reference results
+summary.round(3)
+
+# %%
 fig = success_rate_histogram(rates, samples_per_prompt=cfg.knobs.samples_per_prompt)
 save_figure(fig, rates, out / "base_model_success_rates")
-summary.round(3)
+fig

@@ -87,5 +87,5 @@ table = show_claims(out, claims(sweep))
 # and items, coloured by verdict, the paper's direction beside it.
 
 # %%
-draw_verdicts(out / "fig1_verdicts", sweep.finals, table, by="point", base=None, unit="nats/token",
+draw_verdicts(out / "fig1_verdicts", sweep.finals, table, by="point", base=None,
               title=f"dcpo_fig1_grid: the claims at the run level ({profile} profile)")

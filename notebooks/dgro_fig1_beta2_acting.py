@@ -91,7 +91,8 @@ fig
 # %%
 fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=schemes)
 save_figure(fig, ratio, out / "fig1b_grad_ratio")
-ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes).round(4)
+print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes).round(4))
+fig
 
 # %% [markdown]
 # ## Verdicts

@@ -95,7 +95,8 @@ fig
 # %%
 fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=list(table["point"]))
 save_figure(fig, ratio, out / "fig2_grad_ratio")
-ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["point"]).round(4)
+print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["point"]).round(4))
+fig
 
 # %% [markdown]
 # ## Verdicts

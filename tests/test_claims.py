@@ -26,7 +26,7 @@ def test_write_claims_judges_one_family_and_keeps_exact_rows(tmp_path):
     table = write_claims(tmp_path, rows).set_index("claim")
     assert list(read_claims(tmp_path).columns) == COLUMNS
     assert table.loc["A - B", "verdict"] == "reproduced" and table.loc["B - A", "verdict"] == "contradicted"
-    assert "Holm over 2 claims" in table.loc["A - B", "note"]
+    assert "Holm over 2 paper claims" in table.loc["A - B", "note"]
     assert table.loc["A - B", "p_holm"] == pytest.approx(min(1.0, 2 * min(table.loc["A - B", "p"],
                                                                           table.loc["B - A", "p"])))
     assert table.loc["A level", "verdict"] == "estimate" and math.isnan(table.loc["A level", "p_holm"])

@@ -45,10 +45,14 @@ def test_every_params_file_has_its_notebooks_typed_knobs(path):
 
 
 def test_a_missing_or_misspelled_knob_is_a_load_error_naming_the_file_and_the_key(tmp_path):
-    # DGRO Fig. 1's paper params once lacked the sampled reading its notebook reads: a KeyError on the GPU node
+    # DGRO Fig. 1's paper params once lacked the second reading its notebook reads: a KeyError on the GPU node
     data = yaml.safe_load((PARAMS / "paper" / "dgro_fig1_reward_variance.yaml").read_text())
-    del data["extra"]["sampled_eval"]
-    with pytest.raises(ConfigError, match=r"fig1\.yaml: missing required key extra\.sampled_eval$"):
+    del data["extra"]["greedy_eval"]
+    with pytest.raises(ConfigError, match=r"fig1\.yaml: missing required key extra\.greedy_eval$"):
+        load_config(write(tmp_path, data, "fig1.yaml"))
+    data = yaml.safe_load((PARAMS / "paper" / "dgro_fig1_reward_variance.yaml").read_text())
+    data["extra"]["control"] = "control: typo"  # an arm a knob names must be one of the labels
+    with pytest.raises(ConfigError, match=r"extra\.control: 'control: typo' is not one of extra\.labels"):
         load_config(write(tmp_path, data, "fig1.yaml"))
     data = yaml.safe_load((PARAMS / "cpu" / "dgro_fig2_beta.yaml").read_text())
     data["extra"]["sampled_eval_puzzle"] = data["extra"].pop("sampled_eval_puzzles")

@@ -204,6 +204,39 @@ def test_verdict_vocabulary():
     assert at_floor_or_ceiling([0.0, 0.01]) and at_floor_or_ceiling([0.99, 1.0]) and not at_floor_or_ceiling([0, 0.5])
 
 
+def test_bounded_claims_are_one_sided_tests_in_the_holm_family():
+    from scipy import stats
+
+    from dgro_lib.report.inference import Estimate
+    from dgro_lib.report.verdict import claim_p
+
+    def est(value, se, df=10.0):
+        t = stats.t.ppf(0.975, df)
+        return Estimate(estimate=value, se=se, ci_low=value - t * se, ci_high=value + t * se, df=df,
+                        p=float(2 * stats.t.sf(abs(value) / se, df)), mde=math.nan, seeds_a=11, seeds_b=0,
+                        n_items=0, welch_p=math.nan, mcnemar_z=math.nan, se_runs=se, se_items=0.0)
+
+    # TOST: the larger one-sided p, against -margin and +margin, by hand
+    e = est(1.0, 0.5)
+    assert claim_p(e, "equal", 2.0) == pytest.approx(max(stats.t.sf(1.0 / 0.5, 10), stats.t.sf(3.0 / 0.5, 10)))
+    # inside the margin and away from 0 at once: equivalent (the old rule called this contradicted)
+    inside = est(1.0, 0.3)
+    assert inside.ci_low > 0 and judge(inside, "equal", margin=2.0) == "reproduced"
+    assert judge(est(5.0, 0.5), "equal", margin=2.0) == "contradicted"  # wholly outside the margin
+    assert judge(est(1.5, 0.5), "equal", margin=2.0) == "inconclusive"
+    # at most: one-sided against the margin
+    assert claim_p(e, "at most", 2.0) == pytest.approx(stats.t.sf(1.0 / 0.5, 10))
+    assert judge(est(0.1, 0.2), "at most", margin=2.0) == "reproduced"
+    assert judge(est(4.0, 0.5), "at most", margin=2.0) == "contradicted"
+    assert judge(est(-9.0, 0.5), "at most", margin=2.0) == "reproduced"  # far below the bound is within it
+    # Holm: the TOST p enters the same family as the directional claims
+    verdicts, adjusted = judge_family([e, est(3.0, 1.0)], ["equal", "higher"], margins=[2.0, None])
+    raw = [claim_p(e, "equal", 2.0), est(3.0, 1.0).p]
+    assert adjusted == pytest.approx(holm(raw))
+    with pytest.raises(ValueError, match="margin"):
+        claim_p(e, "at most")
+
+
 def test_projected_mde_at_the_measured_seeds_is_compares_own():
     # arm B = 1 - arm A: the two arms' run means have exactly the same spread, the one assumption the projection
     # makes, so at the measured seed count it must give compare's MDE (same se split, same Satterthwaite df)

@@ -27,8 +27,8 @@ def _verdicts(tmp_path, rows):
     return write_claims(tmp_path, rows).set_index("claim")
 
 
-def test_fig1_claims_order_and_estimates(tmp_path):
-    from dgro_lib.papers.dgro_fig1_reward_variance import claims
+def test_fig1_final_accuracy_claims_order_and_estimates(tmp_path):
+    from dgro_lib.papers.dgro_fig1_beta2_acting import claims  # the greedy-protocol form
 
     finals, base = _runs({"[-1,1]": 0.45, "[-3,3]": 0.55, "[-5,5]": 0.65}, by="reward.scheme")
     sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [x / 2 for x in c])),
@@ -42,12 +42,84 @@ def test_fig1_claims_order_and_estimates(tmp_path):
     assert t.loc["[-3,3]: greedy accuracy", "verdict"] == "estimate"
     assert t.loc["[-5,5]: greedy gain over base (points)", "verdict"] == "reproduced"
     assert t.loc["[-5,5] - [-1,1]: sampled (points)", "value"] == pytest.approx(d["value"] / 2)
-    assert "Holm over 12 claims" in d["note"]
+    assert "Holm over 12 paper claims" in d["note"]
     # the same claims on a subset of seeds (the split-half check)
     half = claims(finals, base, None, schemes=["[-1,1]", "[-3,3]", "[-5,5]"], seeds=[0, 1])
     assert {r["seeds_a"] for r in half} == {2}
     with pytest.raises(KeyError, match="seeds \\[7\\]"):
         claims(finals, base, None, schemes=["[-1,1]", "[-3,3]", "[-5,5]"], seeds=[0, 7])
+
+
+def _learning(means, *, seeds=range(6), noise=0.5):
+    """run_learning-like rows: per arm (label -> {column: mean}) and seed, each column its mean plus seed noise."""
+    rng = np.random.default_rng(1)
+    return pd.DataFrame([{"point": arm, "seed": s, "run": f"{arm}-{s}",
+                          **{c: m + noise * rng.normal() * (0.001 if c.startswith("entropy") else 1)
+                             for c, m in cols.items()}}
+                         for arm, cols in means.items() for s in seeds])
+
+
+LEARN = {"speed": 30.0, "entropy_rise": -0.02, "entropy_spike": 0.02, "clipped_last": 0.5, "length_rise": 90.0,
+         "length_last": 170.0, "minutes": 5.0}
+
+
+def test_fig1_learning_claims_test_speed_entropy_length_and_the_control(tmp_path):
+    from dgro_lib.papers.dgro_fig1_reward_variance import claims
+
+    arms_ = ["A [-1,1]", "A [-3,3]", "A [-5,5]", "control"]
+    finals, base = _runs(dict(zip(arms_, (0.45, 0.55, 0.65, 0.4))), by="point", seeds=range(6))
+    learning = _learning({a: {**LEARN, "speed": 30.0 + 5 * i - (12 if a == "control" else 0)}
+                          for i, a in enumerate(arms_)})
+    greedy = pd.concat([finals, pd.DataFrame([{"run": "base", "correct": base}])], ignore_index=True)
+    rows = claims(finals, base, greedy, learning, schemes=arms_[:3], control="control", reference="A [-3,3]")
+    t = _verdicts(tmp_path, rows)
+    # the speed contrast is the mean of the per-seed differences (the arms share their seeds)
+    d = t.loc["A [-5,5] - A [-1,1]: learning speed (points)"]
+    per = learning.set_index(["point", "seed"])["speed"]
+    assert d["value"] == pytest.approx(np.mean([per["A [-5,5]", s] - per["A [-1,1]", s] for s in range(6)]))
+    assert d["paired"] and d["verdict"] == "reproduced" and d["source"] == "paper" and d["unit"] == "points"
+    # the positive control is the project's, in its own Holm family; the greedy reading too
+    c = t.loc["A [-3,3] - control: learning speed (points)"]
+    assert c["source"] == "project" and c["verdict"] == "reproduced" and "project claims" in c["note"]
+    assert (t.loc[[n for n in t.index if "greedy" in n], "source"] == "project").all()
+    paper = t[(t["source"] == "paper") & t["p_holm"].notna()]
+    assert all(f"Holm over {len(paper)} paper claims" in n for n in paper["note"])
+    # bounded and one-sided: 0.5 % of rollouts cut is at most the 5 % margin; p is the one-sided test's
+    cut = t.loc["A [-1,1]: rollouts cut at the length budget, last 10 steps (%)"]
+    assert cut["direction"] == "at most" and cut["margin"] == 5.0 and cut["verdict"] == "reproduced"
+    from scipy import stats
+    assert cut["p"] == pytest.approx(stats.t.sf((5.0 - cut["value"]) / cut["se"], cut["df"]))
+    assert t.loc["A [-3,3]: entropy, last 10 steps - first 10 (nats/token)", "verdict"] == "reproduced"
+    assert t.loc["A [-1,1]: response length, last 10 steps - first 10 (tokens)", "verdict"] == "estimate"
+    assert t.loc["A [-5,5] - A [-1,1]: entropy spike (nats/token)", "direction"] == "higher"
+    # the split-half check restricts every arm to the seeds it names
+    assert {r["seeds_a"] for r in claims(finals, base, None, learning, schemes=arms_[:3], control="control",
+                                         reference="A [-3,3]", seeds=[0, 1, 2]) if "seeds_a" in r} == {3}
+
+
+def test_fig3_learning_claims_against_both_baselines_and_the_cost(tmp_path):
+    from dgro_lib.papers.dgro_fig3_methods import claims
+
+    arms_ = ["DGRO [-5,5]", "DGRO [-3,3]", "GRPO", "online DPO"]
+    finals, base = _runs(dict(zip(arms_, (0.65, 0.6, 0.5, 0.4))), by="point", seeds=range(6))
+    learning = _learning({a: {**LEARN, "speed": {"GRPO": 25.0, "online DPO": 15.0}.get(a, 35.0),
+                              "minutes": 6.0 if a == "GRPO" else 4.0, "length_rise": 120.0 if a == "GRPO" else 90.0}
+                          for a in arms_})
+    t = _verdicts(tmp_path, claims(finals, base, None, learning, dgro=arms_[:2], grpo="GRPO",
+                                   online_dpo="online DPO"))
+    for d in arms_[:2]:
+        for other in ("GRPO", "online DPO"):
+            for metric in ("learning speed", "sampled pass@1"):
+                row = t.loc[f"{d} - {other}: {metric} (points)"]
+                assert row["source"] == "paper" and row["verdict"] == "reproduced", (d, other, metric)
+        cost = t.loc[f"{d} - GRPO: training cost (minutes)"]
+        assert cost["direction"] == "at most" and cost["margin"] == pytest.approx(0.6, rel=0.05)
+        assert cost["verdict"] == "reproduced"
+        assert t.loc[f"{d} - GRPO: response length (tokens)", "verdict"] == "reproduced"
+    assert t.loc["GRPO - online DPO: learning speed (points)", "source"] == "project"
+    # the DGRO arms' gains over the base are Fig. 1's claims on the same runs: not repeated here
+    assert not [n for n in t.index if n.startswith("DGRO") and "gain over base" in n]
+    assert t.loc["GRPO: sampled pass@1 gain over base (points)", "source"] == "paper"
 
 
 def test_contrasts_pair_the_runs_of_arms_trained_with_the_same_seeds():
@@ -111,32 +183,6 @@ def test_fig2_claims_equal_ratios_and_entropy(tmp_path):
     # 6 sampled gains over the base, the twins of the judged contrasts (1 ordering, 2 equivalences) and of the 4
     # estimates against beta2 = 0
     assert len(ts) == len(t) + 6 + 1 + 2 + 4
-
-
-def test_fig3_claims_methods_and_length(tmp_path):
-    from dgro_lib.papers.dgro_fig3_methods import claims
-
-    # 6 seeds: the contrasts are read seed for seed (n - 1 df), and these arms share nothing through their seeds
-    finals, base = _runs({"DGRO [-3,3]": 0.6, "GRPO": 0.5, "Online DPO": 0.4}, by="point", seeds=range(6),
-                         extra=lambda label, s: {"mean_length": 100.0 + s + (30 if label == "GRPO" else 0)})
-    base_eval = {"correct": base, "summary": {"mean_length": 101.0}}
-    t = _verdicts(tmp_path, claims(finals, base_eval, None))
-    assert t.loc["DGRO [-3,3] - GRPO: greedy (points)", "verdict"] == "reproduced"
-    assert t.loc["GRPO - Online DPO: greedy (points)", "verdict"] == "reproduced"
-    length = t.loc["DGRO [-3,3] does not lengthen responses: length - the base's (tokens)"]
-    assert length["value"] == pytest.approx(100.0 + 2.5 - 101.0) and length["unit"] == "tokens"
-    assert length["margin"] == pytest.approx(10.1) and length["verdict"] == "reproduced"
-    # the sampled twins of the method contrasts read the sampled scores (here 1 - greedy: every ordering flips)
-    sampled = pd.concat([finals.assign(correct=finals["correct"].map(lambda c: [1.0 - x for x in c])),
-                         pd.DataFrame([{"run": "base", "correct": [0.5] * 600}])], ignore_index=True)
-    ts = _verdicts(tmp_path, claims(finals, base_eval, sampled))
-    for pair in ("DGRO [-3,3] - GRPO", "GRPO - Online DPO"):
-        assert ts.loc[f"{pair}: sampled (points)", "value"] == pytest.approx(-ts.loc[f"{pair}: greedy (points)",
-                                                                                     "value"])
-        mirrored = {"reproduced": "contradicted", "inconclusive": "inconclusive"}[ts.loc[f"{pair}: greedy (points)",
-                                                                                        "verdict"]]
-        assert ts.loc[f"{pair}: sampled (points)", "verdict"] == mirrored
-    assert ts.loc["DGRO [-3,3] - GRPO: sampled (points)", "verdict"] == "contradicted"
 
 
 def _sweep(points, *, n_items=400, seeds=(0, 1, 2, 3)):

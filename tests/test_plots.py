@@ -79,12 +79,40 @@ def test_success_rate_histogram_counts_every_puzzle():
     assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 1
 
 
-def test_short_label_keeps_both_ends_so_metric_twins_stay_distinct():
-    from dgro_lib.analysis.plots import short_label
+def test_wrap_label_keeps_every_word_so_metric_twins_stay_distinct():
+    from dgro_lib.analysis.plots import wrap_label
 
     head = "smaller beta2 is better at beta1 = 1: beta1=1.0, beta2=0.01 - beta1=1.0, beta2=1.0"
-    greedy, sampled = short_label(head + " (points)"), short_label(head + ": sampled (points)")
-    assert len(greedy) == len(sampled) == 60 and greedy != sampled
-    assert greedy.startswith("smaller beta2") and sampled.endswith("beta2=1.0: sampled (points)") and "..." in greedy
-    assert short_label("short claim (points)") == "short claim (points)"
-    assert len(short_label("x" * 61)) == 60 and len(short_label("x" * 200, width=41)) == 41
+    greedy, sampled = wrap_label(head + " (points)"), wrap_label(head + ": sampled (points)")
+    assert greedy.replace("\n", " ") == head + " (points)" and sampled.replace("\n", " ") == head + ": sampled (points)"
+    assert max(len(line) for line in greedy.split("\n")) <= 48 and greedy != sampled
+    assert wrap_label("short claim (points)") == "short claim (points)"
+
+
+def test_the_verdict_figure_draws_every_tested_claim_one_panel_per_unit():
+    from dgro_lib.analysis.plots import verdict_figure
+    from dgro_lib.report.claims import write_claims
+    from dgro_lib.report.inference import compare
+
+    import numpy as np
+    import tempfile
+    from dgro_lib.report.claims import claim
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(5, 1, 6), rng.normal(3, 1, 6)
+    rows = [claim("A - B: accuracy (points)", compare(a, b, scale=1.0), metric="acc", direction="higher"),
+            claim("A - B: length (tokens)", compare(a, b, scale=1.0), metric="len", unit="tokens", direction="at most", margin=9.0),
+            claim("A: entropy change (nats/token)", compare(a - 5, scale=1.0), metric="ent", unit="nats/token",
+                  direction="lower",
+                  source="project"),
+            claim("A: a level", compare(a, scale=1.0), metric="acc", unit="points")]
+    with tempfile.TemporaryDirectory() as tmp:
+        table = write_claims(tmp, rows)
+    finals = pd.DataFrame({"point": ["A"] * 6 + ["B"] * 6, "seed": list(range(6)) * 2,
+                           "accuracy": np.r_[a, b] / 100})
+    fig, drawn = verdict_figure(finals, table, by="point")
+    claims_drawn = drawn[drawn["kind"] == "claim"]
+    assert set(claims_drawn["claim"]) == {r["claim"] for r in rows[:3]}  # the estimate is not a test
+    assert len(fig.axes) == 1 + 3  # the runs, then one panel per unit
+    ticks = [t.get_text() for ax in fig.axes[1:] for t in ax.get_yticklabels()]
+    assert "A - B: length (tokens)" in [t.replace("\n", " ") for t in ticks]

@@ -82,7 +82,7 @@ def test_a_missing_notebook_block_is_an_error_naming_the_notebook_and_the_file(c
     doc.write_text(doc.read_text().replace(begin, "").replace(end, ""))
     with pytest.raises(ValueError, match=r"results\.md.*'dgro_fig2_beta'.*missing"):
         results.main(["--check", *args])
-    stale = _bump_last_digit(readme.read_text(), "claims")
+    stale = _bump_last_digit(readme.read_text(), "headline")
     readme.write_text(stale)
     with pytest.raises(ValueError, match="dgro_fig2_beta"):
         results.main(args)

@@ -117,9 +117,10 @@ def _canon(x: Any) -> str:
 
 
 def sweep_labels(cfg, *, key: str = "loss"):
-    """A labeler for a sweep over one key (default ``loss``): the row's value of ``key`` -> the name at the same
-    position of ``cfg.extra["labels"]``. Returns ``fn(df) -> Series`` for the notebooks' ``labeler=`` arguments.
-    A missing or mis-sized ``extra.labels`` is an error naming both lengths."""
+    """A labeler for a sweep over one key (default ``loss``), or one axis of joined keys (``"a|b"``, whose entries
+    set ``a`` and ``b`` together): the row's value of ``key`` (of each joined key) -> the name at the same position
+    of the params' ``labels`` knob. Returns ``fn(df) -> Series`` for the notebooks' ``labeler=`` arguments. A missing
+    or mis-sized ``labels`` is an error naming both lengths."""
     values = cfg.sweep.get(key)
     labels = cfg.extra.get("labels")
     if values is None:
@@ -129,15 +130,16 @@ def sweep_labels(cfg, *, key: str = "loss"):
                          f"({len(values)} values, labels {labels!r})")
     if len(set(labels)) != len(labels):
         raise ValueError(f"{cfg.name}: extra.labels has duplicates: {labels}")
-    names = {_canon(v): lab for v, lab in zip(values, labels)}
+    parts = key.split("|")
+    names = {_canon(v if len(parts) > 1 else [v]): lab for v, lab in zip(values, labels)}
 
     def fn(df: pd.DataFrame) -> pd.Series:
-        def one(v):
-            c = _canon(v)
+        def one(row):
+            c = _canon([json.loads(row[k]) if isinstance(row[k], str) and k == "loss" else row[k] for k in parts])
             if c not in names:
                 raise ValueError(f"{key} {c} is not one of the sweep's values {sorted(names)}")
             return names[c]
-        return df[key].map(one)
+        return df.apply(one, axis=1)
     return fn
 
 

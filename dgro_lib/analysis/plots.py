@@ -6,28 +6,31 @@ import textwrap
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless under papermill / CI; notebooks still display the returned figure
+# No backend is forced here: a Jupyter kernel (JupyterLab, papermill, nbval) uses its inline backend, so a notebook
+# shows the figure it returns, and a script without a display gets matplotlib's headless default (or MPLBACKEND).
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from dgro_lib.util.files import atomic_write
 
-__all__ = ["save_figure", "arm_bands_figure", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
+__all__ = ["save_figure", "arm_bands_figure", "learning_bands_figure", "LEARNING_BAND_PANELS", "training_curves", "smooth", "learning_curves", "learning_curves_figure",
            "success_rate_histogram", "rl_map_figure", "soft_value_figure", "gradient_bounds_figure",
-           "kk_size_figure", "grad_ratio_figure", "verdict_figure", "short_label", "VERDICT_COLORS"]
+           "kk_size_figure", "grad_ratio_figure", "verdict_figure", "wrap_label", "VERDICT_COLORS"]
 
 
 def save_figure(fig: plt.Figure, data: pd.DataFrame, stem: str | Path) -> tuple[Path, Path]:
-    """Write ``<stem>.csv`` (the data drawn) and ``<stem>.png``; returns both paths."""
+    """Write ``<stem>.csv`` (the data drawn) and ``<stem>.png``; returns both paths. The figure is closed in pyplot
+    (it still draws): a notebook shows it once, by returning it from the cell, and not a second time when the
+    inline backend flushes the figures left open at the cell's end."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv, png = stem.with_suffix(".csv"), stem.with_suffix(".png")
     atomic_write(csv, lambda tmp: data.to_csv(tmp, index=False))
     # the temp file's suffix is not .png: the format is given explicitly
     atomic_write(png, lambda tmp: fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight"))
+    plt.close(fig)
     return csv, png
 
 
@@ -111,6 +114,28 @@ def arm_bands_figure(curves: pd.DataFrame, panels: dict[str, str], *, hue: str, 
         fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.08 + 0.06 * ((len(order) - 1) // 3), 1, 1))
     return fig
+
+
+LEARNING_BAND_PANELS = {
+    "accuracy": "held-out accuracy (%)\n({heldout_puzzles} puzzles, the same at every point)",
+    "train_accuracy": "training accuracy (%)\n(T = 1 rollouts{window})",
+    "response_length": "response length\n(tokens{window})",
+    "entropy": "entropy\n(nats/token{window})",
+}
+
+
+def learning_bands_figure(curves: pd.DataFrame, *, hue: str, order: Sequence[str], dashed: Sequence[str] = (),
+                          title: str | None = None) -> plt.Figure:
+    """A :func:`learning_curves` table in the paper's layout (:func:`arm_bands_figure`): held-out accuracy,
+    training accuracy, response length and entropy, each arm's mean over its seeds with a 95 % run-level band,
+    accuracies in percent; ``dashed`` arms (a positive control) drawn dashed."""
+    curves = curves.copy()
+    curves[["accuracy", "train_accuracy"]] *= 100
+    window = curves.attrs.get("smooth_window", 1)
+    fill = {"heldout_puzzles": curves.attrs.get("heldout_puzzles", "?"),
+            "window": f"; {window}-step mean" if window > 1 else ""}
+    panels = {c: label.format(**fill) for c, label in LEARNING_BAND_PANELS.items()}
+    return arm_bands_figure(curves, panels, hue=hue, order=order, dashed=dashed, title=title)
 
 
 def learning_curves_figure(curves: pd.DataFrame, *, hue: str, hue_order: Sequence[str] | None = None,
@@ -217,8 +242,9 @@ def learning_curves(result, *, by: str, smooth_window: int = 1) -> pd.DataFrame:
     return curves
 
 
-def _mean(flags) -> float:
-    return float(sum(map(bool, flags)) / len(flags)) if len(flags) else float("nan")
+def _mean(scores) -> float:
+    """The mean of per-puzzle scores: 0/1 flags (greedy) or fractions of correct samples (sampled avg@k)."""
+    return float(np.mean(np.asarray(scores, dtype=float))) if len(scores) else float("nan")
 
 
 def rl_map_figure(table: pd.DataFrame, *, title: str) -> plt.Figure:
@@ -343,24 +369,25 @@ VERDICT_COLORS = {"reproduced": "#1b7837", "contradicted": "#b2182b", "inconclus
                   "not testable at this scale": "#bdbdbd", "estimate": "#4d4d4d"}
 
 
-def short_label(text: str, width: int = 60) -> str:
-    """``text`` in at most ``width`` characters, the middle cut out: a claim's head names the comparison and its
-    tail the metric (greedy / sampled twins differ only there), so both ends stay readable."""
-    if len(text) <= width:
-        return text
-    tail = (width - 3) // 2
-    return text[:width - 3 - tail] + "..." + text[-tail:]
+def wrap_label(text: str, width: int = 48) -> str:
+    """``text`` wrapped onto lines of at most ``width`` characters, whole: a claim's head names the comparison and its
+    tail the metric (greedy / sampled twins differ only there), so no part of it is cut."""
+    return "\n".join(textwrap.wrap(str(text), width=width, break_long_words=False)) or str(text)
+
+
+TESTED = ("higher", "lower", "equal", "at most")
 
 
 def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value: str = "accuracy",
                    level_metric: str = "greedy accuracy", order: Sequence[str] | None = None, title: str = "",
-                   base: float | None = None, unit: str = "points") -> tuple[plt.Figure, pd.DataFrame]:
+                   base: float | None = None) -> tuple[plt.Figure, pd.DataFrame]:
     """The figure of a notebook's verdicts. Left: the final ``value`` of every run as a dot per seed, per arm
     (``by``), with the arm's mean and 95 % interval (the claims' ``"<arm>: <level_metric>"`` rows). Right: every
-    directional claim in ``unit`` (:func:`dgro_lib.report.claims.write_claims`'s table) as its estimate with the 95 %
-    interval, coloured by verdict, with the paper's direction beside it. ``base``: the base model's ``value``
-    (a dashed line on the left). Returns the figure and the data drawn
-    (runs, levels and claims, one ``kind`` each) for :func:`save_figure`."""
+    tested claim (:func:`dgro_lib.report.claims.write_claims`'s table), one panel per unit (points, nats/token,
+    tokens, minutes, ...), as its estimate with the 95 % interval, coloured by verdict, the paper's direction and the
+    claim's source beside it; labels are wrapped, never cut. ``base``: the base model's ``value`` (a dashed line on
+    the left). Returns the figure and the data drawn (runs, levels and claims, one ``kind`` each) for
+    :func:`save_figure`."""
     arms = list(order) if order is not None else list(dict.fromkeys(finals[by]))
     runs = finals[[by, "seed", value]].rename(columns={by: "arm"}).assign(kind="run", value=lambda d: 100 * d[value])
     lv = claims.set_index("claim")
@@ -368,10 +395,16 @@ def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value
                             "ci_low": 100 * lv.loc[f"{a}: {level_metric}", "ci_low"],
                             "ci_high": 100 * lv.loc[f"{a}: {level_metric}", "ci_high"]}
                            for a in arms if f"{a}: {level_metric}" in lv.index])
-    tests = claims[claims["direction"].isin(["higher", "lower", "equal"]) & (claims["unit"] == unit)]
-    tests = tests.assign(kind="claim")[["claim", "kind", "value", "ci_low", "ci_high", "verdict", "direction", "margin"]]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, max(3.5, 0.42 * len(tests) + 1.6)),
-                                   gridspec_kw={"width_ratios": [1, 1.6]})
+    tests = claims[claims["direction"].isin(TESTED)].assign(kind="claim")
+    keep = ["claim", "kind", "unit", "value", "ci_low", "ci_high", "verdict", "direction", "margin"]
+    tests = tests[keep + (["source"] if "source" in tests else [])]
+    units = list(dict.fromkeys(tests["unit"].fillna("")))
+    labels = {c: wrap_label(c) for c in tests["claim"]}
+    heights = [sum(labels[c].count("\n") + 1.4 for c in tests.loc[tests["unit"].fillna("") == u, "claim"]) + 1.6
+               for u in units] or [4.0]
+    fig = plt.figure(figsize=(15, max(4.0, 0.2 * sum(heights) + 1.0)))
+    grid = fig.add_gridspec(len(heights), 2, width_ratios=[1, 1.7], height_ratios=heights)
+    ax1 = fig.add_subplot(grid[:, 0])
     for i, a in enumerate(arms):
         r = runs[runs["arm"] == a]
         ax1.scatter(i + 0.12 * (r["seed"].rank().to_numpy() - (len(r) + 1) / 2) / max(len(r), 1), r["value"],
@@ -382,21 +415,32 @@ def verdict_figure(finals: pd.DataFrame, claims: pd.DataFrame, *, by: str, value
                          fmt="D", color="black", capsize=4, label="mean, 95 % CI" if i == 0 else None)
     if base is not None:
         ax1.axhline(100 * base, color="#888888", ls="--", lw=1, label="base model")
-    ax1.set_xticks(range(len(arms)), arms, rotation=30, ha="right")
+    ax1.set_xticks(range(len(arms)), [wrap_label(a, 22) for a in arms], rotation=30, ha="right")
     ax1.set_ylabel(f"final {level_metric} (%)")
     ax1.legend(fontsize=8, loc="best")
     ax1.set_title("per run, and per arm")
-    y = list(range(len(tests)))[::-1]
-    for yi, r in zip(y, tests.itertuples()):
-        ax2.errorbar(r.value, yi, xerr=[[r.value - r.ci_low], [r.ci_high - r.value]], fmt="o",
-                     color=VERDICT_COLORS.get(r.verdict, "black"), capsize=3)
-        mark = {"higher": "paper > 0", "lower": "paper < 0", "equal": f"paper ≈ 0 (±{r.margin:g})"}[r.direction]
-        ax2.annotate(f"{mark}: {r.verdict}", (1.01, yi), xycoords=("axes fraction", "data"), fontsize=7, va="center",
-                     color=VERDICT_COLORS.get(r.verdict, "black"), annotation_clip=False)
-    ax2.axvline(0, color="black", lw=0.8)
-    ax2.set_yticks(y, [short_label(c) for c in tests["claim"]], fontsize=7)
-    ax2.set_xlabel(f"estimate, {unit} (95 % CI over seeds and items; verdicts after Holm)")
-    ax2.set_title("the claims tested")
+    for row, unit in enumerate(units):
+        ax = fig.add_subplot(grid[row, 1])
+        sub = tests[tests["unit"].fillna("") == unit]
+        y = list(range(len(sub)))[::-1]
+        for yi, r in zip(y, sub.itertuples()):
+            ax.errorbar(r.value, yi, xerr=[[r.value - r.ci_low], [r.ci_high - r.value]], fmt="o",
+                        color=VERDICT_COLORS.get(r.verdict, "black"), capsize=3)
+            mark = {"higher": "paper > 0", "lower": "paper < 0", "equal": f"paper ≈ 0 (±{r.margin:g})",
+                    "at most": f"paper ≤ {r.margin:g}"}[r.direction]
+            if getattr(r, "source", "paper") == "project":
+                mark = "project check: " + mark[len("paper "):]
+            ax.annotate(f"{mark}: {r.verdict}", (1.01, yi), xycoords=("axes fraction", "data"), fontsize=7,
+                        va="center", color=VERDICT_COLORS.get(r.verdict, "black"), annotation_clip=False)
+            if r.direction in ("equal", "at most"):
+                for bound in ((-r.margin, r.margin) if r.direction == "equal" else (r.margin,)):
+                    ax.plot([bound, bound], [yi - 0.35, yi + 0.35], color="#888888", lw=1, ls=":")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(y, [labels[c] for c in sub["claim"]], fontsize=7)
+        ax.set_ylim(-0.7, len(sub) - 0.3)
+        ax.set_xlabel(f"estimate, {unit or 'no unit'} (95 % CI; verdicts after Holm)", fontsize=8)
+        if row == 0:
+            ax.set_title("the claims tested")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -164,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         timings[n] = time.time() - t0
         runs_csv = executed.parent / "runs.csv"
         used = pd.read_csv(runs_csv) if runs_csv.is_file() else None
-        how = ("" if used is None else f", {int(used['from_archive'].sum())} of {len(used)} run(s) restored from the "
-               "run archive")
+        restored = 0 if used is None else int(used["from_archive"].sum())
+        how = ("" if used is None else f", {restored} of {len(used)} run(s) restored from the run archive"
+               if restored else f", its {len(used)} run(s) trained or found in the store")
         print(f"[reproduce] {n}: {timings[n] / 60:.1f} min{how} -> {executed.parent}", flush=True)
         reference = REFERENCE / args.profile / n
         if args.save_reference:
@@ -180,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             counts = table["status"].value_counts()
             outcome[n] = (reproduction_status(table), ", ".join(f"{v} {k}" for k, v in counts.items()))
         else:
-            outcome[n] = ("no reference", f"no {reference / 'claims.csv'}")
+            outcome[n] = ("ran", f"the {args.profile} profile keeps no reference results to compare with"
+                          if not reference.parent.is_dir() else f"no {reference / 'claims.csv'} to compare with")
     total = sum(timings.values())
     print(f"[reproduce] profile {args.profile}: {len(timings)} notebook(s) in {total / 60:.1f} min", flush=True)
     if args.save_reference:

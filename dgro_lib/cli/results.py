@@ -1,9 +1,8 @@
 """Result numbers from one source: ``make results`` (``python -m dgro_lib.cli.results``) writes every generated block of
 the README and of ``docs/results.md`` from ``reference/<profile>/*/claims.csv``; the prose outside the blocks stays
 hand-written. A block sits between ``<!-- results:<name>:begin -->`` and ``<!-- results:<name>:end -->``: the
-README has ``headline`` (the reproduced and the contradicted claims named, the rest counted) and ``claims`` (per
-notebook, its judged claims counted by verdict, then every judged claim);
-``docs/results.md`` has ``summary`` (the same counts) and one block per notebook that has a claims file, named after
+README has ``headline`` (the papers' claims counted by verdict per notebook, the project's own checks apart);
+``docs/results.md`` has ``summary`` (every judged claim counted per notebook, with its MDEs) and one block per notebook that has a claims file, named after
 the notebook (every claim of it, estimates included). A notebook with a claims file and no block, or a block that no
 claims file fills, is an error naming both. ``--check`` changes nothing and exits 1, naming each file and block that
 differs from what the references give (the ``cog --check`` pattern; a test runs it), so a number in the docs cannot
@@ -25,7 +24,7 @@ from dgro_lib.util.paths import REPO
 from dgro_lib.report.claims import is_paired, read_claims
 from dgro_lib.report.inference import seeds_for_mde
 
-__all__ = ["claims_table", "notebook_block", "render", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
+__all__ = ["claims_table", "notebook_block", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
            "END", "ORDER", "NOTEBOOKS", "seeds_needed", "MDE_TARGET"]
 
 
@@ -77,7 +76,7 @@ def claims_table(reference: Path) -> pd.DataFrame:
 
 
 def _cells(r) -> list[str]:
-    """One claim as table cells: claim, the paper's direction, verdict, effect [95 % CI] with its unit, seeds, MDE,
+    """One claim as table cells: claim (a project's check marked so), the paper's direction, verdict, effect [95 % CI] with its unit, seeds, MDE,
     Holm-adjusted p."""
     unit = r.unit if isinstance(r.unit, str) else ""
     shown = "%" if unit == "accuracy" else unit
@@ -95,8 +94,9 @@ def _cells(r) -> list[str]:
             mde = (f"{_SCALE.get(unit, 1.0) * r.mde:.{4 if unit == 'nats/token' else 1}f}"
                    if math.isfinite(float(r.mde)) and r.verdict != "estimate" else "—")  # an estimate tests nothing
             p = f"{r.p_holm:.2g}" if math.isfinite(float(r.p_holm)) else "—"
-    direction = {"higher": "> 0", "lower": "< 0", "equal": f"≈ 0 (±{r.margin:.3g})"}.get(r.direction, "")
-    claim = str(r.claim).replace("|", "\\|")
+    direction = {"higher": "> 0", "lower": "< 0", "equal": f"≈ 0 (±{r.margin:.3g})",
+                 "at most": f"≤ {r.margin:.3g}"}.get(r.direction, "")
+    claim = str(r.claim).replace("|", "\\|") + (" *(project check)*" if r.source == "project" else "")
     return [claim, direction, f"**{r.verdict}**", effect, seeds, mde, p]
 
 
@@ -145,45 +145,38 @@ def _overview(table: pd.DataFrame) -> list[str]:
         mde = f"{pts.min():.1f}–{pts.max():.1f}" if len(pts) else "—"
         lines.append(f"| `{name}` | {len(g)} | " + " | ".join(str(int(counts.get(v, 0))) for v in VERDICTS)
                      + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} | {_seeds_cell(g, seeds_needed(g))} |")
-    counts = table["verdict"].value_counts() if not table.empty else pd.Series(dtype=int)
-    return lines + ["", f"In all, {len(table)} judged claims: "
-                    + ", ".join(f"{k} {v}" for k, v in counts.items()) + "."]
+    return lines + ["", _tally(table)]
 
 
-def render(reference: Path) -> str:
-    """The README's block (markers excluded): the overview of :func:`_overview`; then every judged claim, one row
-    each, in a collapsed section."""
-    table = claims_table(reference)
-    lines = _overview(table) + [
-        "", "<details><summary>Every judged claim: verdict, effect with its 95 % interval, seeds, minimum "
-        "detectable effect, Holm-adjusted p</summary>", "",
-        "| notebook | claim | paper | verdict | effect [95 % CI] | seeds | MDE | p (Holm) |",
-        "|---|---|---|---|---|---|---|---|"]
-    lines += [_row([f"`{r.notebook}`", *_cells(r)]) for r in table.itertuples()]
-    lines += ["", "</details>"]
-    return "\n".join(lines)
+def _tally(table: pd.DataFrame) -> str:
+    """The count of judged claims by verdict: the papers' claims (the tally), then the project's own checks."""
+    out = []
+    for source, what in (("paper", "claims the papers make"), ("project", "checks of the project's own")):
+        g = table[table["source"] == source] if not table.empty else table
+        counts = g["verdict"].value_counts() if not g.empty else pd.Series(dtype=int)
+        out.append(f"{len(g)} judged {what}" + (": " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                                                 if len(g) else ""))
+    return "In all, " + "; and ".join(out) + "."
 
-
-def _short(claim: str) -> str:
-    """A claim's name without its trailing unit, for the headline (the table has the unit)."""
-    return re.sub(r" \((points|nats/token|tokens)\)$", "", str(claim))
 
 
 def headline(reference: Path) -> str:
-    """The README's ``headline`` block (markers excluded): one bullet naming every reproduced claim by notebook,
-    one naming every contradicted claim, and one counting the rest, so the README's summary of what reproduced is
-    generated like its table."""
-    table = claims_table(reference)
-    lines = []
-    for verdict, label in (("reproduced", "Reproduced at the run level"), ("contradicted", "Contradicted")):
-        got = table[table["verdict"] == verdict]
-        named = "; ".join(f"`{nb}`: " + " · ".join(_short(c) for c in g["claim"])
-                          for nb, g in got.groupby("notebook", sort=False))
-        lines.append(f"* **{label} ({len(got)} of {len(table)}):** {named or 'none'}.")
+    """The README's ``headline`` block (markers excluded): the claims the papers make, counted by verdict per
+    notebook and in all, then the project's own checks counted apart (they are not the papers' claims)."""
+    every = claims_table(reference)
+    table = every[every["source"] == "paper"]
+    lines = ["| notebook | paper claims judged | " + " | ".join(VERDICTS) + " |",
+             "|---|---|" + "---|" * len(VERDICTS)]
+    for name, g in table.groupby("notebook", sort=False):
+        counts = g["verdict"].value_counts()
+        lines.append(f"| `{name}` | {len(g)} | " + " | ".join(str(int(counts.get(v, 0))) for v in VERDICTS) + " |")
     counts = table["verdict"].value_counts()
-    lines.append(f"* **Inconclusive ({int(counts.get('inconclusive', 0))})** and **not testable at this scale "
-                 f"({int(counts.get('not testable at this scale', 0))})**: every other judged claim; the table below "
-                 "gives each one's interval and minimum detectable effect.")
+    lines.append(f"| **all** | **{len(table)}** | "
+                 + " | ".join(f"**{int(counts.get(v, 0))}**" for v in VERDICTS) + " |")
+    project = every[every["source"] == "project"]["verdict"].value_counts()
+    lines += ["", f"Besides these, {int(project.sum())} checks of the project's own (positive controls, optimizer "
+              "identities, orderings the papers do not state): "
+              + ", ".join(f"{k} {v}" for k, v in project.items()) + "."]
     return "\n".join(lines)
 
 
@@ -202,10 +195,10 @@ def notebook_block(reference: Path, name: str) -> str:
 
 
 def blocks(reference: Path, readme: Path = README, results: Path = RESULTS) -> dict[Path, dict[str, str]]:
-    """Every generated block, by file and block name: the README's ``headline`` and ``claims``; ``docs/results.md``'s ``summary`` and
+    """Every generated block, by file and block name: the README's ``headline``; ``docs/results.md``'s ``summary`` and
     one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
     per_notebook = {n: notebook_block(reference, n) for n in NOTEBOOKS if (reference / n / "claims.csv").is_file()}
-    return {readme: {"headline": headline(reference), "claims": render(reference)},
+    return {readme: {"headline": headline(reference)},
             results: {"summary": "\n".join(_overview(claims_table(reference))), **per_notebook}}
 
 

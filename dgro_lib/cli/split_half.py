@@ -22,21 +22,35 @@ __all__ = ["NOTEBOOKS", "split_half_check", "main"]
 NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods")
 
 
-def _builder(name, cfg, result, sampled):
-    from dgro_lib.analysis.probes import label_points, method_labels
-    from dgro_lib.papers import dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
+def _builder(name, cfg, result, second):
+    """``fn(seeds) -> claims table`` of notebook ``name`` from its runs and its second evaluation."""
+    from dgro_lib.analysis.dcpo import sweep_labels
+    from dgro_lib.analysis.learning import run_learning
+    from dgro_lib.analysis.probes import label_points
+    from dgro_lib.papers import dgro_fig1_beta2_acting, dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
     from dgro_lib.report.claims import judge_claims
 
-    if name in ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting"):
-        return lambda seeds: judge_claims(dgro_fig1_reward_variance.claims(
-            result.finals, result.base["correct"], sampled, seeds=seeds, schemes=cfg.sweep["reward.scheme"]))
     keys = list(cfg.sweep)
+    if name == "dgro_fig1_beta2_acting":
+        return lambda seeds: judge_claims(dgro_fig1_beta2_acting.claims(
+            result.finals, result.base["correct"], second, seeds=seeds, schemes=cfg.sweep["reward.scheme"]))
     if name == "dgro_fig2_beta":
         lab = label_points(result, keys)
         return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, lab.metrics, result.base["correct"],
-                                                                sampled, keys=keys, seeds=seeds))
-    lab = label_points(result, keys, labeler=method_labels)
-    return lambda seeds: judge_claims(dgro_fig3_methods.claims(lab.finals, result.base, sampled, seeds=seeds))
+                                                                second, keys=keys, seeds=seeds))
+    # the learning notebooks: the arms by their labels, the greedy reading as the second evaluation
+    lab = label_points(result, keys, labeler=sweep_labels(cfg, key=keys[0]))
+    greedy = second.merge(lab.finals[["run", "point"]], on="run", how="left")
+    learning = run_learning(lab, max_steps=cfg.train.max_steps)
+    k = cfg.knobs
+    if name == "dgro_fig1_reward_variance":
+        return lambda seeds: judge_claims(dgro_fig1_reward_variance.claims(
+            lab.finals, result.base["correct"], greedy, learning, control=k.control,
+            schemes=[a for a in k.labels if a != k.control],
+            reference=k.control_of, seeds=seeds))
+    return lambda seeds: judge_claims(dgro_fig3_methods.claims(
+        lab.finals, result.base["correct"], greedy, learning, seeds=seeds, grpo=k.grpo, online_dpo=k.online_dpo,
+        dgro=[a for a in k.labels if a not in (k.grpo, k.online_dpo)]))
 
 
 def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
@@ -55,7 +69,10 @@ def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
     if missing:
         raise FileNotFoundError(f"split_half: {len(missing)} run(s) not finished in {store}: {missing[:6]} "
                                 "(train them first; this check trains nothing)")
-    protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)
+    # the second evaluation: the sampled reading of a greedy-protocol notebook, the greedy one of a sampled-protocol one
+    knobs = cfg.knobs
+    protocol = ((knobs.greedy_eval.overrides(), None) if hasattr(knobs, "greedy_eval")
+                else (knobs.sampled_eval.overrides(), knobs.sampled_eval_puzzles))
     with tempfile.TemporaryDirectory() as tmp:
         result = run_experiment(cfg, tmp, workers=1, store=store, evaluations=[protocol])
         sampled = evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1])

@@ -62,14 +62,35 @@ class MiniatureMapKnobs:
 
 
 @dataclass(frozen=True)
-class Fig1Knobs(Sampled):
-    """``dgro_fig1_reward_variance``: the sampled reading and the Adam scale check (one fixed rollout batch of
+class LearningKnobs:
+    """A K&K notebook whose params' ``eval`` is the sampled protocol: one label per sweep entry (in order), and the
+    greedy reading as a second evaluation on all held-out puzzles."""
+
+    labels: list[str]
+    greedy_eval: EvalOverrides
+
+
+@dataclass(frozen=True)
+class Fig1Knobs(LearningKnobs):
+    """``dgro_fig1_reward_variance``: the arms' labels, the positive ``control`` arm and the arm it is the slowed
+    copy of (``control_of``), the greedy second evaluation, and the Adam scale check (one fixed rollout batch of
     ``scale_check_prompts`` x ``scale_check_generations``, ``scale_check_updates`` optimizer steps)."""
 
+    control: str
+    control_of: str
     scale_check_prompts: int
     scale_check_generations: int
     scale_check_updates: int
     scale_check_beta2: float
+
+
+@dataclass(frozen=True)
+class Fig3Knobs(LearningKnobs):
+    """``dgro_fig3_methods``: the arms' labels (every arm but the two baselines is a DGRO arm), the labels of the
+    ``grpo`` and ``online_dpo`` baselines, and the greedy second evaluation."""
+
+    grpo: str
+    online_dpo: str
 
 
 @dataclass(frozen=True)
@@ -147,12 +168,9 @@ class NoKnobs:
 
 
 @dataclass(frozen=True)
-class LearningPilotKnobs:
+class LearningPilotKnobs(LearningKnobs):
     """``kk_pilot`` (``bench/kk_learning.py``): one label per sweep entry (in order) and the greedy reading beside the
     sampled protocol."""
-
-    labels: list[str]
-    greedy_eval: EvalOverrides
 
 
 KNOBS: dict[str, type] = {
@@ -161,7 +179,7 @@ KNOBS: dict[str, type] = {
     "dgro_fig1_reward_variance": Fig1Knobs,
     "dgro_fig1_beta2_acting": Sampled,
     "dgro_fig2_beta": Sampled,
-    "dgro_fig3_methods": Sampled,
+    "dgro_fig3_methods": Fig3Knobs,
     "dgro_fig4_math_entropy": Fig4Knobs,
     "dgro_table2_kk": Table2KKKnobs,
     "dgro_table3_math": Sampled,

@@ -40,7 +40,15 @@ def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
 
 def _validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that the types alone cannot express."""
-    cfg.knobs  # noqa: B018  (builds the notebook's typed extra section: a missing or misspelled knob raises here)
+    knobs = cfg.knobs  # builds the notebook's typed extra section: a missing or misspelled knob raises here
+    labels = getattr(knobs, "labels", None)
+    if labels is not None:  # every arm a knob names is one of the labels (their count against the sweep is checked
+        # where a sweep is labelled, dgro_lib.analysis.dcpo.sweep_labels: a notebook may narrow another's sweep)
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f"extra.labels: duplicated labels in {labels}")
+        for role in ("control", "control_of", "grpo", "online_dpo"):
+            if getattr(knobs, role, labels[0]) not in labels:
+                raise ConfigError(f"extra.{role}: {getattr(knobs, role)!r} is not one of extra.labels {labels}")
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
     if cfg.kind not in KINDS:

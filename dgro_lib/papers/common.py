@@ -75,14 +75,16 @@ def readings(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, b
     return out
 
 
-def level_rows(scores: dict, *, metric: str, unit: str = "accuracy", name: str = "{arm}: {metric}") -> list[dict]:
+def level_rows(scores: dict, *, metric: str, unit: str = "accuracy", name: str = "{arm}: {metric}",
+               source: str = "paper") -> list[dict]:
     """Each arm's level (mean over runs, two-level interval) in the metric's own unit."""
-    return [claim(name.format(arm=arm, metric=metric), level(s), metric=metric, unit=unit)
+    return [claim(name.format(arm=arm, metric=metric), level(s), metric=metric, unit=unit, source=source)
             for arm, s in scores.items()]
 
 
 def gain_rows(scores: dict, base: np.ndarray, *, metric: str, direction: str = "higher",
-              name: str = "{arm}: {metric} gain over base (points)", bounded: bool = True) -> list[dict]:
+              name: str = "{arm}: {metric} gain over base (points)", bounded: bool = True,
+              source: str = "paper") -> list[dict]:
     """Each arm against the base model every run started from (the same items), in points; ``direction`` the
     paper's (RL improves on the base). ``bounded``: the metric lives in [0, 1], so an arm and a base both at 0
     (or both at 1) are not testable at this scale."""
@@ -90,12 +92,13 @@ def gain_rows(scores: dict, base: np.ndarray, *, metric: str, direction: str = "
     for arm, s in scores.items():
         untestable = bounded and at_floor_or_ceiling([float(np.mean(s)), float(np.mean(base))])
         rows.append(claim(name.format(arm=arm, metric=metric), compare(s, base=base), metric=metric,
-                          direction=direction, untestable=untestable))
+                          direction=direction, untestable=untestable, source=source))
     return rows
 
 
 def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: str = "points", scale: float = 100.0,
-                  name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True) -> list[dict]:
+                  name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True, source: str = "paper"
+                  ) -> list[dict]:
     """Arm-vs-arm contrasts: ``pairs`` of ``(a, b, direction)`` or ``(a, b, direction, margin)`` (``margin`` for a
     claim of no difference, in ``unit``), each ``a - b``.
 
@@ -114,6 +117,6 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
         untestable = bounded and at_floor_or_ceiling([float(np.mean(scores[a])), float(np.mean(scores[b]))])
         paired = isinstance(scores, Arms) and scores.seeds[a] == scores.seeds[b]
         est = compare(scores[a], scores[b], scale=scale, paired=paired)
-        rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est,
-                          metric=metric, unit=unit, direction=direction, margin=margin, untestable=untestable))
+        rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est, metric=metric, unit=unit,
+                          direction=direction, margin=margin, untestable=untestable, source=source))
     return rows

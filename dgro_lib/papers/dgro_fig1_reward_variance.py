@@ -1,26 +1,103 @@
-"""DGRO Fig. 1 (reward variance; Theorem 3.4): a larger reward range gives higher accuracy. The claims of
-``notebooks/dgro_fig1_reward_variance`` and ``notebooks/dgro_fig1_beta2_acting`` (the same figure with beta2 acting).
+"""DGRO Fig. 1 (reward variance; Theorem 3.4): the claims of ``notebooks/dgro_fig1_reward_variance``, as the paper
+states them (DGRO Section 4.3, "Reward variance"), on runs whose held-out protocol is sampled pass@1 at T = 1.
 
-Per reward scheme: the final greedy held-out accuracy (a level), the greedy and sampled gains over the base model
-(the paper: RL improves on it), and the paper's ordering as arm-vs-arm contrasts, each wider range against each
-narrower one (direction ``higher``), greedy and sampled. One Holm family per notebook."""
+The paper's claims (``source = paper``, one Holm family):
+
+* RL improves on the base model: each arm's sampled pass@1 gain over the base (``higher``);
+* "increasing reward variance generally accelerates learning, evidenced by sharper accuracy gains": every wider
+  range against every narrower one, on the learning-speed metric (:mod:`dgro_lib.analysis.learning`) and on the
+  final sampled pass@1 (``higher``);
+* "all reward settings eventually converge to low-entropy solutions": each arm's rollout entropy, last 10 steps
+  minus first 10 (``lower``);
+* "the high-variance setting occasionally shows entropy spikes": the widest range minus the narrowest in
+  :func:`~dgro_lib.analysis.learning.entropy_spike` (``higher``);
+* "accuracy improvements under DGRO do not lead to excessively long reasoning chains": each arm's share of
+  rollouts cut at the completion budget over the last 10 steps stays at most ``clip_margin`` points (``at most``).
+  The length itself is an estimate only: on ``mini_guess`` a reasoning response is ~4x a guess, so responses
+  lengthen by construction as RL makes the policy reason more often, and the rise cannot test the claim.
+
+The project's checks (``source = project``, a Holm family of their own): the positive control (the reference arm
+against the same recipe at a quarter of the learning rate, on speed and final accuracy: it must be detected, or a
+null between the paper's arms is no evidence), the control's own gain, and the greedy second evaluation's gains.
+
+:func:`final_accuracy_claims` is the earlier, final-accuracy-only form that ``dgro_fig1_beta2_acting`` still uses.
+"""
 
 from __future__ import annotations
 
 from itertools import combinations
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
-from dgro_lib.papers.common import contrast_rows, gain_rows, level_rows, readings
+from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows, readings
+from dgro_lib.papers.learning import learning_contrast_rows, learning_level_rows
 
-__all__ = ["claims"]
+__all__ = ["claims", "final_accuracy_claims"]
+
+SPEED = "learning speed"
 
 
-def claims(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *, schemes: Sequence[str],
-           by: str = "reward.scheme", seeds: Iterable[int] | None = None) -> list[dict]:
-    """The claim rows. ``schemes`` in increasing range (``[-1,1]``, ``[-3,3]``, ``[-5,5]``): every later scheme
-    is claimed to beat every earlier one. ``sampled``: the sampled evaluation (None: greedy only)."""
+def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, learning: pd.DataFrame, *,
+           schemes: Sequence[str], control: str, reference: str, by: str = "point", clip_margin: float = 5.0,
+           seeds: Iterable[int] | None = None) -> list[dict]:
+    """The claim rows.
+
+    ``finals``: one row per run (``by`` its arm label, ``correct`` the per-item fraction of correct samples under
+    the params' sampled protocol); ``base_correct``: the base model's, on the same items; ``greedy``: the second
+    evaluation (:func:`~dgro_lib.runs.experiment.evaluate_runs`, labelled by ``by``; None: left out);
+    ``learning``: :func:`~dgro_lib.analysis.learning.run_learning`'s per-run table, labelled by ``by``.
+    ``schemes``: the paper's arms in increasing reward range (every later one is claimed to beat every earlier one);
+    ``control``: the positive control's arm, ``reference`` the arm it is the slowed copy of. ``seeds`` restricts
+    every arm to those seeds (the split-half check)."""
+    seeds = list(seeds) if seeds is not None else None
+    order = [*schemes, control]
+    sampled = arms(finals, by, seeds=seeds, order=order)
+    base = np.asarray(base_correct, dtype=float)
+    paper = {a: sampled[a] for a in schemes}
+    pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
+    metric = "sampled pass@1"
+    rows = level_rows(sampled, metric=metric)
+    rows += gain_rows(Arms(paper, {a: sampled.seeds[a] for a in schemes}), base, metric=metric)
+    rows += learning_contrast_rows(learning, pairs, column="speed", metric=SPEED, unit="points", by=by, seeds=seeds)
+    rows += contrast_rows(Arms(paper, {a: sampled.seeds[a] for a in schemes}), pairs, metric=metric)
+    rows += learning_level_rows(learning, schemes, column="entropy_rise", metric="entropy", unit="nats/token",
+                                name="{arm}: entropy, last 10 steps - first 10 (nats/token)", direction="lower",
+                                by=by, seeds=seeds, note="falls partly by construction on mini_guess (a guess is a "
+                                                        "high-entropy token, a trace a low-entropy one)")
+    rows += learning_contrast_rows(learning, [(schemes[-1], schemes[0], "higher")], column="entropy_spike",
+                                   metric="entropy spike", unit="nats/token", by=by, seeds=seeds)
+    rows += learning_level_rows(learning, schemes, column="clipped_last", metric="truncated rollouts",
+                                unit="points", name="{arm}: rollouts cut at the length budget, last 10 steps (%)",
+                                direction="at most", margin=clip_margin, by=by, seeds=seeds,
+                                note=f"'not excessively long': at most {clip_margin:g} % of rollouts run into "
+                                     "the completion budget")
+    rows += learning_level_rows(learning, schemes, column="length_rise", metric="response length",
+                                unit="tokens", name="{arm}: response length, last 10 steps - first 10 (tokens)",
+                                by=by, seeds=seeds, note="rises by construction on mini_guess (reasoning is "
+                                                         "longer than guessing): an estimate, not a test")
+    # the project's checks: the positive control, and the greedy second evaluation
+    rows += learning_contrast_rows(learning, [(reference, control, "higher")], column="speed", metric=SPEED,
+                                   unit="points", by=by, seeds=seeds, source="project")
+    rows += contrast_rows(Arms({a: sampled[a] for a in (reference, control)},
+                               {a: sampled.seeds[a] for a in (reference, control)}),
+                          [(reference, control, "higher")], metric=metric, source="project")
+    rows += gain_rows({control: sampled[control]}, base, metric=metric, source="project")
+    if greedy is not None:
+        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
+        g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
+        rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
+    return rows
+
+
+def final_accuracy_claims(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *,
+                          schemes: Sequence[str], by: str = "reward.scheme", seeds: Iterable[int] | None = None
+                          ) -> list[dict]:
+    """The final-accuracy claims of a greedy-protocol Fig. 1 (``dgro_fig1_beta2_acting``): per scheme the final
+    greedy level, the greedy and sampled gains over the base model, and every wider range against every narrower
+    one (``higher``), greedy and sampled. ``schemes`` in increasing range; ``sampled``: the sampled evaluation
+    (None: greedy only)."""
     reads = readings(finals, base_correct, sampled, by, seeds=seeds, order=schemes)
     pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
     rows = level_rows(reads[0].scores, metric="greedy accuracy")

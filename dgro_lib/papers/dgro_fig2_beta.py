@@ -8,7 +8,8 @@
   against every other point's runs (per-run scalars);
 * under Adam only beta2 / beta1 matters: the loss at (c beta1, c beta2) is c times the loss at (beta1, beta2) and
   Adam is invariant to a constant factor (up to eps and clipping), so points of equal ratio should agree: a claim
-  of no difference within ``margin`` points, greedy and sampled;
+  of no difference within ``margin`` points, greedy and sampled. A check of the project's (``source = project``):
+  the paper never says it;
 * what beta2 does at each beta1 against beta2 = 0: estimates (the paper gives no direction for each cell), greedy
   and sampled."""
 
@@ -68,7 +69,7 @@ def claims(finals: pd.DataFrame, metrics: pd.DataFrame, base_correct, sampled: p
         ratio.setdefault(round(b2 / b1, 12), []).append(lab)
     same = [(v[0], v[1], "equal", margin) for v in ratio.values() if len(v) >= 2]
     for scores, metric, tag in metrics_:
-        rows += contrast_rows(scores, same, metric=metric,
+        rows += contrast_rows(scores, same, metric=metric, source="project",  # the project's check, not the paper's
                               name="only beta2/beta1 matters under Adam: {a} - {b}%s ({unit})" % tag)
     if 0.0 in b2s:
         against_zero = [(label[(b1, b2)], label[(b1, 0.0)], "none") for b1 in b1s for b2 in positive

@@ -1,48 +1,79 @@
-"""DGRO Fig. 3 (methods compared on Knights-and-Knaves): the claims of ``notebooks/dgro_fig3_methods``.
+"""DGRO Fig. 3 (methods compared on Knights-and-Knaves): the claims of ``notebooks/dgro_fig3_methods``, as the paper
+states them (DGRO Section 4.3, "Comparisons of existing methods"), on runs whose held-out protocol is sampled
+pass@1 at T = 1.
 
-* every method against the base model, greedy and sampled (the paper: RL improves on it);
-* every DGRO arm beats GRPO, and GRPO beats online DPO, in greedy held-out accuracy and in the sampled pass@1
-  estimate (avg@k at T = 1, the paper's pass@1 at its temperature: 16 seeds power it, but no method improves on
-  the base in it, so it complements the greedy contrast and does not replace it);
-* DGRO does not lengthen responses: each DGRO arm's mean held-out greedy response length against the base model's,
-  a claim of no difference within ``length_margin`` x the base's length."""
+The paper's claims (``source = paper``, one Holm family):
+
+* "DGRO consistently outperforms GRPO and Online DPO under both the [-3,3] and [-5,5] reward ranges": every DGRO
+  arm against GRPO and against online DPO, on the learning-speed metric (:mod:`dgro_lib.analysis.learning`) and on
+  the final sampled pass@1 (``higher``);
+* RL improves on the base model: GRPO's and online DPO's sampled gains (``higher``). The DGRO arms' gains are
+  DGRO Fig. 1's claims on the same runs, counted there once;
+* "DGRO remains efficient ... without extra training cost": each DGRO arm's wall time per run minus GRPO's stays at
+  most ``cost_margin`` x GRPO's (``at most``);
+* "DGRO does not lead to increased response length during training": each DGRO arm's length rise (last 10 steps
+  minus first 10) minus GRPO's stays at most ``length_margin`` x GRPO's final length (``at most``). On
+  ``mini_guess`` responses lengthen by construction as the policy reasons more often, so the claim is read between
+  arms; each arm's own rise is an estimate.
+
+The project's checks (``source = project``): GRPO against online DPO (an ordering the paper's text never states),
+and the greedy second evaluation's gains."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from dgro_lib.report.claims import claim
-from dgro_lib.report.inference import compare
-from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, readings
+from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows
+from dgro_lib.papers.learning import learning_contrast_rows, learning_level_rows
 
 __all__ = ["claims"]
 
 
-def claims(finals: pd.DataFrame, base: dict, sampled: pd.DataFrame | None, *, reference: str = "GRPO",
-           weakest: str = "Online DPO", length_margin: float = 0.10, seeds: Iterable[int] | None = None
-           ) -> list[dict]:
-    """The claim rows from ``finals`` labelled by :func:`~dgro_lib.analysis.probes.method_labels` (a ``point`` column,
-    each run's held-out ``mean_length``) and ``base``, the base model's evaluation."""
+def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, learning: pd.DataFrame, *,
+           dgro: Sequence[str], grpo: str, online_dpo: str, by: str = "point", cost_margin: float = 0.10,
+           length_margin: float = 0.10, seeds: Iterable[int] | None = None) -> list[dict]:
+    """The claim rows. ``finals``, ``base_correct``, ``greedy`` and ``learning`` as in
+    :func:`dgro_lib.papers.dgro_fig1_reward_variance.claims`; ``dgro``: the DGRO arms' labels, ``grpo`` and
+    ``online_dpo`` the baselines'."""
     seeds = list(seeds) if seeds is not None else None
-    order = list(dict.fromkeys(finals["point"]))
-    reads = readings(finals, base["correct"], sampled, "point", seeds=seeds, order=order)
-    greedy = reads[0].scores
-    dgro = [p for p in order if p.startswith("DGRO")]
-    pairs = [(p, reference, "higher") for p in dgro if reference in greedy] + (
-        [(reference, weakest, "higher")] if {reference, weakest} <= set(greedy) else [])
-    rows = level_rows(greedy, metric="greedy accuracy")
-    for r in reads:
-        rows += gain_rows(r.scores, r.base, metric=r.metric)
-    for r in reads:
-        rows += contrast_rows(r.scores, pairs, metric=r.metric)
-    base_len = float(base["summary"]["mean_length"])
-    lengths = arms(finals, "point", column="mean_length", seeds=seeds, order=dgro)
-    for p, runs in lengths.items():
-        rows.append(claim(f"{p} does not lengthen responses: length - the base's (tokens)",
-                          compare(runs, base=np.float64(base_len), scale=1.0), metric="response length",
-                          unit="tokens", direction="equal", margin=length_margin * base_len,
-                          note=f"margin {100 * length_margin:g} % of the base's {base_len:.1f} tokens"))
+    dgro = list(dgro)
+    order = [*dgro, grpo, online_dpo]
+    sampled = arms(finals, by, seeds=seeds, order=order)
+    base = np.asarray(base_correct, dtype=float)
+    metric = "sampled pass@1"
+    pairs = [(d, other, "higher") for other in (grpo, online_dpo) for d in dgro]
+    rows = level_rows(sampled, metric=metric)
+    baselines = Arms({a: sampled[a] for a in (grpo, online_dpo)}, {a: sampled.seeds[a] for a in (grpo, online_dpo)})
+    rows += gain_rows(baselines, base, metric=metric)
+    rows += learning_contrast_rows(learning, pairs, column="speed", metric="learning speed", unit="points", by=by,
+                                   seeds=seeds)
+    rows += contrast_rows(sampled, pairs, metric=metric)
+    per_grpo = learning[learning[by] == grpo]
+    if seeds is not None:
+        per_grpo = per_grpo[per_grpo["seed"].isin(seeds)]
+    cost = cost_margin * float(per_grpo["minutes"].mean())
+    rows += learning_contrast_rows(learning, [(d, grpo, "at most", cost) for d in dgro], column="minutes",
+                                   metric="training cost", unit="minutes", by=by, seeds=seeds)
+    rows[-len(dgro):] = [{**r, "note": f"margin {100 * cost_margin:g} % of GRPO's {cost / cost_margin:.2f} min "
+                                       "a run (one core)"} for r in rows[-len(dgro):]]
+    length = length_margin * float(per_grpo["length_last"].mean())
+    rows += learning_contrast_rows(learning, [(d, grpo, "at most", length) for d in dgro], column="length_rise",
+                                   metric="response length", unit="tokens", by=by, seeds=seeds)
+    rows[-len(dgro):] = [{**r, "note": f"margin {100 * length_margin:g} % of GRPO's final {length / length_margin:.1f}"
+                                       " tokens"} for r in rows[-len(dgro):]]
+    rows += learning_level_rows(learning, order, column="length_rise", metric="response length", unit="tokens",
+                                name="{arm}: response length, last 10 steps - first 10 (tokens)", by=by,
+                                seeds=seeds, note="rises by construction on mini_guess (reasoning is longer than "
+                                                  "guessing): an estimate, not a test")
+    # the project's checks
+    rows += learning_contrast_rows(learning, [(grpo, online_dpo, "higher")], column="speed", metric="learning speed",
+                                   unit="points", by=by, seeds=seeds, source="project")
+    rows += contrast_rows(baselines, [(grpo, online_dpo, "higher")], metric=metric, source="project")
+    if greedy is not None:
+        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
+        g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
+        rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
     return rows

@@ -4,7 +4,10 @@ Each notebook writes ``claims.csv`` beside its figures, one row per number a rea
 :data:`COLUMNS`: the claim, its metric and unit, the paper's direction (``higher`` / ``lower`` / ``equal`` /
 ``none``), the verdict (:mod:`dgro_lib.report.verdict`), the estimate with its 95 % interval, the run-level
 standard error and degrees of freedom, the seeds on each side and whether they were read as seed-for-seed pairs
-(``paired``), the minimum detectable effect (80 % power, alpha 0.05), the p-value and its Holm adjustment over the
+(``paired``; ``p`` is the two-sided test's, or for a claim bounded by a margin the one-sided test's against it),
+``source`` (``paper``: a claim the paper makes, the only kind the paper tally counts;
+``project``: a check of the project's own, such as a positive control or an optimizer identity), the minimum
+detectable effect (80 % power, alpha 0.05), the p-value and its Holm adjustment over the
 notebook's directional claims, the run-level t-test's p with items held fixed (Welch's, or the paired one) and the
 pooled item-level McNemar z (given these trained models). Rows are built with :func:`claim`
 (from an :class:`~dgro_lib.report.inference.Estimate`) or :func:`exact` (a computed constant or an identity).
@@ -29,9 +32,9 @@ import pandas as pd
 from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import REPO
 from dgro_lib.report.inference import ALPHA, Estimate
-from dgro_lib.report.verdict import DIRECTIONS, exact_verdict, judge_family
+from dgro_lib.report.verdict import BOUNDED, DIRECTIONS, claim_p, exact_verdict, judge_family
 
-__all__ = ["REFERENCE", "COLUMNS", "claim", "exact", "is_paired", "write_claims", "judge_claims", "read_claims",
+__all__ = ["REFERENCE", "COLUMNS", "SOURCES", "claim", "exact", "is_paired", "write_claims", "judge_claims", "read_claims",
            "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables", "format_comparison",
            "reproduction_status", "save_reference", "split_half"]
 
@@ -39,24 +42,30 @@ REFERENCE = REPO / "reference"
 # What a reference copy keeps: small files only (no checkpoints, no model weights, no run store).
 _REFERENCE_SUFFIXES = (".csv", ".png", ".json", ".ipynb")
 
-COLUMNS = ["claim", "metric", "unit", "direction", "verdict", "value", "ci_low", "ci_high", "se", "df", "seeds_a",
+COLUMNS = ["claim", "metric", "unit", "direction", "source", "verdict", "value", "ci_low", "ci_high", "se", "df", "seeds_a",
            "seeds_b", "paired", "n_items", "mde", "p", "p_holm", "welch_p", "mcnemar_z", "se_runs", "se_items",
            "margin", "note"]
 _EST_FIELDS = ("ci_low", "ci_high", "se", "df", "seeds_a", "seeds_b", "paired", "n_items", "mde", "p", "welch_p",
                "mcnemar_z", "se_runs", "se_items")
+# Where a claim comes from: the paper's text (counted in the paper tally) or the project's own checks.
+SOURCES = ("paper", "project")
 # Two reruns' numbers that are not statistical (an exact constant) may differ by float rounding only.
 EXACT_RTOL = 1e-9
 
 
 def claim(name: str, est: Estimate, *, metric: str, unit: str = "points", direction: str = "none",
-          margin: float | None = None, untestable: bool = False, note: str = "") -> dict:
-    """One claim row from a run-level estimate. ``direction``: the sign the paper gives the estimate (A - B);
-    ``margin``: the equivalence margin of a ``direction="equal"`` claim; ``untestable``: floor / ceiling
-    (:func:`~dgro_lib.report.verdict.at_floor_or_ceiling`). The verdict is set by :func:`write_claims`, which
-    judges the notebook's claims as one family."""
+          margin: float | None = None, untestable: bool = False, source: str = "paper", note: str = "") -> dict:
+    """One claim row from a run-level estimate. ``direction``: the sign the paper gives the estimate (A - B), or
+    ``equal`` / ``at most`` with their ``margin`` (:mod:`dgro_lib.report.verdict`); ``untestable``: floor / ceiling
+    (:func:`~dgro_lib.report.verdict.at_floor_or_ceiling`); ``source``: ``paper`` or ``project`` (see
+    :data:`SOURCES`). The verdict is set by :func:`write_claims`, which judges the notebook's claims of each source
+    as one Holm family."""
     if direction not in DIRECTIONS:
         raise ValueError(f"claim {name!r}: direction must be one of {DIRECTIONS}, got {direction!r}")
-    row = {"claim": name, "metric": metric, "unit": unit, "direction": direction, "value": est.estimate,
+    if source not in SOURCES:
+        raise ValueError(f"claim {name!r}: source must be one of {SOURCES}, got {source!r}")
+    row = {"claim": name, "metric": metric, "unit": unit, "direction": direction, "source": source,
+           "value": est.estimate,
            "margin": margin if margin is not None else math.nan, "note": note}
     row.update({f: getattr(est, f) for f in _EST_FIELDS})
     row["_est"], row["_untestable"] = est, untestable
@@ -64,11 +73,14 @@ def claim(name: str, est: Estimate, *, metric: str, unit: str = "points", direct
 
 
 def exact(name: str, value: float, *, metric: str, unit: str = "", holds: bool | None = None,
-          direction: str = "none", note: str = "") -> dict:
+          direction: str = "none", source: str = "paper", note: str = "") -> dict:
     """One claim row for an exact quantity (no sampling error: a constant, an identity's residual, a count).
-    ``holds``: the outcome of the paper's check on it (True: reproduced, False: contradicted, None: an
-    estimate)."""
-    return {"claim": name, "metric": metric, "unit": unit, "direction": direction, "value": float(value),
+    ``holds``: the outcome of the check on it (True: reproduced, False: contradicted, None: an estimate);
+    ``source`` as in :func:`claim`."""
+    if source not in SOURCES:
+        raise ValueError(f"claim {name!r}: source must be one of {SOURCES}, got {source!r}")
+    return {"claim": name, "metric": metric, "unit": unit, "direction": direction, "source": source,
+            "value": float(value),
             "verdict": exact_verdict(holds), "note": note or "exact: no sampling error"}
 
 
@@ -81,23 +93,27 @@ def write_claims(out_dir: str | Path, rows: Sequence[dict], *, alpha: float = AL
 
 
 def judge_claims(rows: Sequence[dict], *, alpha: float = ALPHA) -> pd.DataFrame:
-    """Judge the rows of :func:`claim` as one family (Holm over the directional ones), keep the verdicts of
-    :func:`exact` rows; returns the claims table in :data:`COLUMNS`."""
+    """Judge the rows of :func:`claim`: the paper's claims as one Holm family, the project's checks as another
+    (so adding a check of the project's never weakens the test of a claim the paper makes); keep the verdicts of
+    :func:`exact` rows. Returns the claims table in :data:`COLUMNS`."""
     rows = [dict(r) for r in rows]
     names = [r["claim"] for r in rows]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"claims: duplicated names {dup}")
-    judged = [i for i, r in enumerate(rows) if "_est" in r]
-    verdicts, adjusted = judge_family([rows[i]["_est"] for i in judged], [rows[i]["direction"] for i in judged],
-                                      margins=[None if math.isnan(rows[i]["margin"]) else rows[i]["margin"]
-                                               for i in judged],
-                                      untestable=[rows[i]["_untestable"] for i in judged], alpha=alpha)
-    family = sum(1 for p in adjusted if math.isfinite(p))
-    for i, v, p in zip(judged, verdicts, adjusted):
-        rows[i].update(verdict=v, p_holm=p)
-        if math.isfinite(p) and family > 1:
-            rows[i]["note"] = "; ".join(x for x in (rows[i]["note"], f"Holm over {family} claims") if x)
+    for source in SOURCES:
+        judged = [i for i, r in enumerate(rows) if "_est" in r and r.get("source", "paper") == source]
+        verdicts, adjusted = judge_family(
+            [rows[i]["_est"] for i in judged], [rows[i]["direction"] for i in judged],
+            margins=[None if math.isnan(rows[i]["margin"]) else rows[i]["margin"] for i in judged],
+            untestable=[rows[i]["_untestable"] for i in judged], alpha=alpha)
+        family = sum(1 for p in adjusted if math.isfinite(p))
+        for i, v, p in zip(judged, verdicts, adjusted):
+            rows[i].update(verdict=v, p_holm=p)
+            if rows[i]["direction"] in BOUNDED and not rows[i]["_untestable"]:  # the p of the one-sided test(s)
+                rows[i]["p"] = claim_p(rows[i]["_est"], rows[i]["direction"], rows[i]["margin"])
+            if math.isfinite(p) and family > 1:
+                rows[i]["note"] = "; ".join(x for x in (rows[i]["note"], f"Holm over {family} {source} claims") if x)
     for r in rows:
         r.pop("_est", None), r.pop("_untestable", None)
     return pd.DataFrame(rows).reindex(columns=COLUMNS)
@@ -111,7 +127,9 @@ def read_claims(path: str | Path) -> pd.DataFrame:
     table = pd.read_csv(path)
     if "claim" not in table or "value" not in table:
         raise ValueError(f"{path}: not a claims file (needs the columns 'claim' and 'value')")
-    return table.reindex(columns=COLUMNS)
+    table = table.reindex(columns=COLUMNS)
+    table["source"] = table["source"].astype(object).fillna("paper")  # a file written before the column: all the paper's
+    return table
 
 
 def format_claims(table: pd.DataFrame, *, verdicts_only: bool = False) -> str:

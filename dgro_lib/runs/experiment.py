@@ -174,7 +174,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     if archive is not None:
         restored = restore_runs([(c, s, d, base_path[d]) for c, s, d, _, _ in jobs], archive)
         n = sum(v.startswith("restored") for v in restored.values())
-        print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
+        if n:
+            print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
     eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)
                  for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
     if archive is not None:  # the base evaluations the archive holds for these base weights are read, not redone
