@@ -129,7 +129,7 @@ def train_mfu(model, device, batch: int, seq: int, steps: int, peak: float | Non
     forwarded; tokens/s counts them too."""
     from trl.trainer.utils import selective_log_softmax
 
-    from dgro_lib.losses import get_loss, group_mean_baseline
+    from dgro_lib.losses import group_mean_baseline, loss_entry
 
     cfg = model.config
     model.train()
@@ -141,7 +141,7 @@ def train_mfu(model, device, batch: int, seq: int, steps: int, peak: float | Non
     group = 8 if batch % 8 == 0 else batch
     rewards = torch.randint(-3, 4, (batch,), generator=g).float().to(device)
     adv = rewards - group_mean_baseline(rewards, group)
-    loss_fn = get_loss("dgro")
+    loss_fn = loss_entry("dgro").fn
     old = None
     times = []
     for i in range(steps + 2):

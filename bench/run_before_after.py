@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from run_profile import same_training_log  # noqa: E402  (one rule for which logged columns must agree)
 
 #: the phases of run_profile.py whose time the two variants can change, and the rest
-PHASES = ("rollout generation", "forward/backward", "periodic evaluation", "final greedy evaluation",
-          "sampled evaluation")
+PHASES = ("rollout generation", "forward/backward", "periodic evaluation", "final evaluation",
+          "second (greedy) evaluation")
 
 
 def ratios(before: dict, after: dict) -> list[tuple[str, float, float, float]]:

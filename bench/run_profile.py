@@ -9,8 +9,8 @@ Phases (seconds, and a share of the run's wall time):
 * ``forward/backward``: the trainer's ``training_step`` less its generation and scoring;
 * ``optimizer, logging, checkpoints``: the rest of ``trainer.train``;
 * ``periodic evaluation``: the held-out subset every ``eval_every`` steps;
-* ``final greedy evaluation`` (the run's 1,200 puzzles) and ``sampled evaluation`` (T = 1, 2 draws on the first
-  400), which the claims rest on.
+* ``final evaluation`` (the params' protocol: sampled pass@1, T = 1, avg@2 on 400 puzzles, which the claims rest
+  on) and ``second (greedy) evaluation`` (the notebook's second reading, on the same puzzles).
 
 Throughput: tokens per second of each phase (generated tokens for sampling; prompt + completion tokens of the
 rollout batch for the forward/backward), and FLOP/s from the usual count (2 N per token forward, 6 N forward and
@@ -128,7 +128,7 @@ def same_training_log(a: str, b: str) -> tuple[bool, list[str]]:
 
 def compare_with_archive(cfg, seed: int, final: dict, metrics: str, archive: Path) -> dict:
     """The archived run with the same run key (the notebook's run for this scheme and seed), if any: whether its
-    1,200 per-puzzle outcomes and its training log (rewards, losses, lengths of every step; timings left out) are
+    per-puzzle outcomes and its training log (rewards, losses, lengths of every step; timings left out) are
     the ones this run produced, i.e. whether the code measured here computes bit for bit what the archive holds."""
     from dgro_lib.runs.store import run_key
 
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     from dgro_lib.config import apply_overrides, find_params, load_config
     from dgro_lib.evaluate import accuracy, evaluate_under_config
     from dgro_lib.runs.experiment import _eval_setup
-    from dgro_lib.runs.inputs import resolve_model_path
+    from dgro_lib.runs.data_sources import resolve_model_path
     from dgro_lib.models import load_model
     from dgro_lib.rl.trainer import DGROTrainer
     from trl import GRPOTrainer
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     def final_eval(*a, **kw):  # run_training's final evaluation; the periodic one runs inside on_step_end
         if ph.context and ph.context[-1] == "periodic evaluation":
             return inner_eval(*a, **kw)
-        with ph.phase("final greedy evaluation"):
+        with ph.phase("final evaluation"):
             return inner_eval(*a, **kw)
 
     training.evaluate_under_config = final_eval
@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         training.run_training(cfg, args.seed, run_dir, point={"reward.scheme": args.scheme})
         ckpt = run_dir / "trainer" / f"checkpoint-{cfg.train.max_steps}"
         model, tokenizer = load_model(str(ckpt))
-        ecfg, records, _ = _eval_setup(cfg, cfg.extra["sampled_eval"], cfg.extra["sampled_eval_puzzles"])
-        with ph.phase("sampled evaluation"):
+        ecfg, records, _ = _eval_setup(cfg, cfg.knobs.greedy_eval.overrides(), None)  # the notebook's second one
+        with ph.phase("second (greedy) evaluation"):
             evaluate_under_config(model, tokenizer, records, ecfg)
         final = json.loads((run_dir / "final_eval.json").read_text())
         metrics = (run_dir / "metrics.csv").read_text()
@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         "forward/backward": fwd_bwd,
         "optimizer, logging, checkpoints": s["train"] - s["training_step"] - s["periodic evaluation"],
         "periodic evaluation": s["periodic evaluation"],
-        "final greedy evaluation": s["final greedy evaluation"],
-        "sampled evaluation": s["sampled evaluation"],
+        "final evaluation": s["final evaluation"],
+        "second (greedy) evaluation": s["second (greedy) evaluation"],
     }
     rows["model loading, data, other"] = wall - sum(rows.values())
 
@@ -261,13 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     flops = {
         "rollout generation": gen_rollout * (2 * N + 4 * dL * ctx),
         "forward/backward": 3 * train_tokens * (2 * N + 4 * dL * ctx),
-        "final greedy evaluation": tok["final greedy evaluation: generated"] * (2 * N + 4 * dL * ctx),
-        "sampled evaluation": tok["sampled evaluation: generated"] * (2 * N + 4 * dL * ctx),
+        "final evaluation": tok["final evaluation: generated"] * (2 * N + 4 * dL * ctx),
+        "second (greedy) evaluation": tok["second (greedy) evaluation: generated"] * (2 * N + 4 * dL * ctx),
         "periodic evaluation": tok["periodic evaluation: generated"] * (2 * N + 4 * dL * ctx),
     }
     token_counts = {"rollout generation": gen_rollout, "forward/backward": train_tokens,
-                    "final greedy evaluation": tok["final greedy evaluation: generated"],
-                    "sampled evaluation": tok["sampled evaluation: generated"],
+                    "final evaluation": tok["final evaluation: generated"],
+                    "second (greedy) evaluation": tok["second (greedy) evaluation: generated"],
                     "periodic evaluation": tok["periodic evaluation: generated"]}
     print(f"\none K&K run of the Fig. 1 recipe ({args.scheme}, seed {args.seed}, {cfg.train.max_steps} steps, "
           f"{N / 1e6:.2f} M parameters per token, 1 thread): {wall:.0f} s wall")
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
               "correct": final["correct"], "training_log": metrics}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=float))
-    print(f"final greedy accuracy {final['summary']['accuracy']:.4f}; archived twin: {twin['verdict']}")
+    print(f"final accuracy {final['summary']['accuracy']:.4f}; archived twin: {twin['verdict']}")
     print(f"written: {args.json}")
     return 0
 

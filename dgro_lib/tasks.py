@@ -43,7 +43,7 @@ class Task:
     name: str
     load: Callable[["ExperimentConfig", str], list[dict]]
     """(cfg, ``"train"`` | ``"eval"``) -> the split's records, before training records that are held out are
-    dropped (:func:`dgro_lib.runs.inputs.load_train_records` drops them by :func:`puzzle_key`)."""
+    dropped (:func:`dgro_lib.runs.data_sources.load_train_records` drops them by :func:`puzzle_key`)."""
     prompt: Callable[..., str]
     """(record, template, tokenizer=None) -> prompt text (every template ends in ``<think>``); the ``chat`` template
     renders with ``tokenizer``'s chat template and needs it, and ``qwen`` is refused for a tokenizer without ChatML's

@@ -38,7 +38,7 @@ from dgro_lib.papers.miniature_map import base_model_claims
 from dgro_lib.papers.notebook import open_notebook
 from dgro_lib.report.claims import write_claims
 from dgro_lib.runs.experiment import base_model_tables
-from dgro_lib.runs.inputs import resolve_model_path
+from dgro_lib.runs.data_sources import resolve_model_path
 from dgro_lib.models import load_model
 from dgro_lib.analysis.plots import save_figure, success_rate_histogram
 

@@ -55,7 +55,7 @@ from dgro_lib.models import load_model
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
 from dgro_lib.papers.notebook import draw_verdicts, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-from dgro_lib.runs.inputs import load_eval_records, resolve_model_path
+from dgro_lib.runs.data_sources import load_eval_records, resolve_model_path
 
 cfg, out = open_notebook("dgro_fig1_reward_variance", profile, output_dir)
 t, k = cfg.train, cfg.knobs

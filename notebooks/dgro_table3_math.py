@@ -48,8 +48,8 @@ from dgro_lib.papers.dgro_table3_math import claims
 from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
 from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-from dgro_lib.runs.inputs import load_eval_records
-from dgro_lib.runs.inputs import resolve_model_path
+from dgro_lib.runs.data_sources import load_eval_records
+from dgro_lib.runs.data_sources import resolve_model_path
 from dgro_lib.analysis.math import DGRO_TABLE3_PAPER, math_benchmark_table, math_benchmark_wide, run_carry_table, run_labels
 from dgro_lib.analysis.plots import learning_curves, learning_curves_figure, save_figure
 

@@ -109,7 +109,7 @@ def test_the_plan_counts_archived_runs_and_reproduce_archives_the_store(trained,
     import shutil
 
     from dgro_lib.config import config_to_dict
-    from dgro_lib.runs.inputs import expected_base_digest
+    from dgro_lib.runs.data_sources import expected_base_digest
 
     archive = tmp_path / "archive"
     fake = shutil.copytree(root / "archive" / run_key(cfg, 0), archive / run_key(concrete, seed))
@@ -249,7 +249,7 @@ def test_base_evaluations_are_archived_per_base_digest_and_restored(trained, tmp
         assert (root / "archive" / BASE_EVALS / p.stem / f"{digest}.json").is_file()
     assert archive_base_evals(root / "store", root / "archive") == []  # the same numbers: nothing added
     # a fresh store restores them instead of evaluating the base again
-    monkeypatch.setattr(E, "_evaluate_base", lambda *a, **k: pytest.fail("evaluated an archived base evaluation"))
+    monkeypatch.setattr(E, "_evaluate_model", lambda *a, **k: pytest.fail("evaluated an archived base evaluation"))
     again = E.run_experiment(cfg, tmp_path / "exp", workers=1, store=tmp_path / "store", archive=root / "archive",
                              evaluations=[SAMPLED])
     for p in stored:

@@ -109,6 +109,8 @@ CASES = [
     ("trl-shadows-train", {"loss": {"name": "grpo", "kwargs": {"learning_rate": 1e-3}}}, "loss.kwargs.learning_rate",
      "0.001"),
     ("sweep-point", {"sweep": {"loss.kwargs.beta2": [0.1, -0.1]}}, "loss.kwargs.beta2", "-0.1"),
+    # optimizer steps a rollout batch feeds: passes (num_iterations) x mini-batches (updates_per_rollout)
+    ("steps-per-batch", {"train.max_steps": 3, "train.updates_per_rollout": 2}, "train.max_steps", "3"),
 ]
 
 

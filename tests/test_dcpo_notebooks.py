@@ -88,7 +88,7 @@ def test_select_backbone_narrows_to_one_model_with_the_same_runs():
 
 def test_policy_entropy_is_the_mean_nll_of_the_models_own_samples():
     from dgro_lib.analysis.probes import completion_logps
-    from dgro_lib.runs.inputs import load_train_records, resolve_model_path
+    from dgro_lib.runs.data_sources import load_train_records, resolve_model_path
     from dgro_lib.models.loading import load_model
     from dgro_lib.models.sampling import sample
     from dgro_lib.tasks import get_task

@@ -1,4 +1,4 @@
-"""Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.runs.train`, 2 CPU processes
+"""Multi-process training through the launcher: `accelerate launch` of `python -m dgro_lib.runs.process_main`, 2 CPU processes
 (gloo DDP), a group split across the two ranks."""
 
 import json
@@ -58,7 +58,7 @@ def test_accelerate_command_for_each_engine(tmp_path):
     assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--num_processes") + 1] == "2" and "--multi_gpu" in cmd
     assert 0 < int(cmd[cmd.index("--main_process_port") + 1]) < 65536  # a free port: parallel runs do not collide
-    assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.runs.train"]
+    assert cmd[cmd.index("-m", 3):][:2] == ["-m", "dgro_lib.runs.process_main"]
     assert json.loads(cmd[cmd.index("--point") + 1]) == {"reward.scheme": "[-1,1]"}
     for engine, fname in (("zero2", "zero2.yaml"), ("zero3", "zero3.yaml"), ("fsdp", "fsdp2.yaml")):
         c = accelerate_command(apply_overrides(cfg, {"train.distributed": engine, "train.bf16": True}),
@@ -96,7 +96,7 @@ def test_batch_arithmetic_reaches_trl(tmp_path):
     from dgro_lib.runs.experiment import grpo_config
 
     cfg = ci_cfg(**{"train.prompts_per_step": 512, "train.num_generations": 5, "train.num_processes": 8,
-                    "train.updates_per_rollout": 4, "train.micro_batch_size": 4})
+                    "train.updates_per_rollout": 4, "train.micro_batch_size": 4, "train.max_steps": 4})
     a = grpo_config(cfg, 0, tmp_path)
     assert (a.per_device_train_batch_size, a.gradient_accumulation_steps, a.steps_per_generation) == (4, 20, 80)
     assert a.per_device_train_batch_size * 8 * a.steps_per_generation == 512 * 5

@@ -8,7 +8,7 @@ import pandas as pd
 from dgro_lib.config import apply_overrides, find_params, load_config
 import pytest
 
-from dgro_lib.runs.experiment import _base_eval, config_diff, run_training
+from dgro_lib.runs.experiment import _experiment_base_evaluation, config_diff, run_training
 from dgro_lib.runs.store import run_key
 
 
@@ -102,10 +102,10 @@ def test_extending_a_finished_run_equals_training_the_longer_run(tmp_path):
 
 def test_base_eval_made_under_another_protocol_is_kept_and_redone(tmp_path, capsys):
     cfg = _tiny()
-    first = _base_eval(cfg, tmp_path)
+    first = _experiment_base_evaluation(cfg, tmp_path)
     assert first["protocol"]["n_puzzles"] == 8 and first["model_path"]
-    assert _base_eval(cfg, tmp_path) == first  # same settings: reused
-    again = _base_eval(apply_overrides(cfg, {"data.n_eval": 12}), tmp_path)
+    assert _experiment_base_evaluation(cfg, tmp_path) == first  # same settings: reused
+    again = _experiment_base_evaluation(apply_overrides(cfg, {"data.n_eval": 12}), tmp_path)
     assert again["protocol"]["n_puzzles"] == 12 and again["correct"][:8] == first["correct"]
     kept = list(tmp_path.glob("base_eval-*.json"))
     assert len(kept) == 1 and json.loads(kept[0].read_text()) == first
@@ -254,7 +254,7 @@ def test_two_experiments_share_a_run_of_the_same_config_and_a_changed_field_make
         return {"accuracy": 0.5}
 
     monkeypatch.setattr(E, "launch_run", fake_launch)
-    monkeypatch.setattr(E, "_base_eval", lambda cfg, out_dir, store=None, copy=True: {"summary": {}, "correct": [True]})
+    monkeypatch.setattr(E, "_experiment_base_evaluation", lambda cfg, out_dir, store=None, copy=True: {"summary": {}, "correct": [True]})
     monkeypatch.setattr(E, "_stored_evaluation", lambda *args: None)
     fig1 = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "ci")),
                            {"seeds": [0], "sweep": {"reward.scheme": ["[-1,1]", "[-5,5]"]}})
@@ -284,14 +284,14 @@ def test_evaluations_asked_of_run_experiment_are_computed_once_and_read_back_by_
     sampled = ({"temperature": 1.0, "n_samples": 2, "ks": [1, 2]}, 3)
     other_size = ({}, None, {"eval_people": [3], "n_eval": 2})  # another held-out set: 3 people (the runs train on 2)
     calls = []
-    real = E._evaluate_base
-    monkeypatch.setattr(E, "_evaluate_base", lambda *a: calls.append(a[2]) or real(*a))
+    real = E._evaluate_model
+    monkeypatch.setattr(E, "_evaluate_model", lambda *a: calls.append(a[2]) or real(*a))
     result = E.run_experiment(cfg, tmp_path / "exp", workers=1, evaluations=[sampled, other_size])
     # base greedy, base sampled, base on 3 people; then the run: sampled, 3 people
     assert [len(records) for records in calls] == [6, 3, 2, 3, 2]
     assert {len(r["solution"]) for r in calls[2] + calls[4]} == {3} and {len(r["solution"]) for r in calls[0]} == {2}
     assert result.base["summary"]["n"] == 6 and len(result.finals) == 1
-    monkeypatch.setattr(E, "_evaluate_base", lambda *a: pytest.fail("evaluated twice"))
+    monkeypatch.setattr(E, "_evaluate_model", lambda *a: pytest.fail("evaluated twice"))
     table = E.evaluate_runs(result, cfg, sampled[0], n_puzzles=sampled[1])
     assert table["run"].tolist() == ["base", result.finals["run"].iloc[0]]
     assert table["n"].tolist() == [3 * 2, 3 * 2]  # generations: 3 puzzles x 2 samples

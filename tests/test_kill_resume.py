@@ -30,7 +30,7 @@ def _config(tmp_path: Path) -> Path:
 
 def _start(config: Path, run_dir: Path) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "dgro_lib.runs.train", "--config", str(config), "--seed", "0",
+    return subprocess.Popen([sys.executable, "-m", "dgro_lib.runs.process_main", "--config", str(config), "--seed", "0",
                              "--run-dir", str(run_dir)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

@@ -14,17 +14,16 @@ import torch
 
 from dgro_lib import losses as L
 from dgro_lib.losses import (
-    AGGREGATIONS,
     aggregate,
+    AGGREGATIONS,
     compute_advantages,
     dgro_loss,
     dro_loss,
-    get_loss,
     group_mean_baseline,
     group_stats,
     kimi_loss,
     list_losses,
-    loss_requires,
+    loss_entry,
     register_loss,
     soft_value_baseline,
 )
@@ -427,7 +426,7 @@ def test_dro_preset_matches_dro_objective():
     mask = make_mask(B, T, gen)
     adv = torch.randn(B, generator=gen, dtype=DT)  # r − V_φ(x)
     ref = token_logps(torch.randn(B, T, V, generator=gen, dtype=DT), tokens)
-    assert loss_requires("dro") == ("ref_logps", "rewards", "values")
+    assert loss_entry("dro").requires == ("ref_logps", "rewards", "values")
     diffs = []
     for _ in range(2):
         logits = torch.randn(B, T, V, generator=gen, dtype=DT).requires_grad_(True)
@@ -514,7 +513,7 @@ def test_compute_advantages():
         std = math.sqrt(sum((x - mu) ** 2 for x in g) / (G - 1))
         assert got[i].item() == pytest.approx((r[i].item() - mu) / (std + 1e-4), rel=1e-12, abs=1e-12)
     b1, b2 = 0.5, 0.2
-    beta = L.loss_soft_beta("dgro", {"beta1": b1, "beta2": b2})  # the loss declares its soft-value beta (Eq. 15)
+    beta = L.loss_entry("dgro").soft_beta({"beta1": b1, "beta2": b2})  # the loss declares its soft-value beta (Eq. 15)
     assert beta == pytest.approx(2 * b2 / b1)
     soft = compute_advantages(r, G, value="soft", soft_beta=beta)
     torch.testing.assert_close(soft, r - soft_value_baseline(r, G, 2 * b2 / b1))
@@ -549,21 +548,21 @@ def test_group_stats_loop():
 def test_registry():
     assert {"dgro", "kimi", "dro"} <= set(list_losses())
     assert list_losses() == sorted(list_losses())
-    assert get_loss("dgro") is dgro_loss and get_loss("kimi") is kimi_loss
-    assert loss_requires("dgro") == () and loss_requires("kimi") == ()
+    assert loss_entry("dgro").fn is dgro_loss and loss_entry("kimi").fn is kimi_loss
+    assert loss_entry("dgro").requires == () and loss_entry("kimi").requires == ()
     with pytest.raises(KeyError) as e:
-        get_loss("grpo-but-misspelt")
+        loss_entry("grpo-but-misspelt").fn
     assert "dgro" in str(e.value) and "kimi" in str(e.value)
     with pytest.raises(KeyError, match="dgro"):
-        loss_requires("nope")
+        loss_entry("nope").requires
 
     @register_loss("_test_entropy_bonus", requires=("entropies",))
     def _bonus(logps, old_logps, mask, advantages, *, coef=0.1, entropies):
         return -coef * aggregate(entropies, mask, "token-mean"), {}
 
     try:
-        assert loss_requires("_test_entropy_bonus") == ("entropies",)
-        assert L.loss_params("_test_entropy_bonus") == ("coef",)  # read from the signature, less the tensors
+        assert loss_entry("_test_entropy_bonus").requires == ("entropies",)
+        assert L.loss_entry("_test_entropy_bonus").kwarg_names == ("coef",)  # read from the signature, less the tensors
         assert "_test_entropy_bonus" in list_losses()
         with pytest.raises(ValueError, match=r"\*\*kwargs"):  # a loss that swallows keys must name its params
             register_loss("_test_swallow")(lambda logps, old_logps, mask, advantages, **kw: (logps.sum(), {}))
@@ -575,20 +574,20 @@ def test_registry():
 
 def test_every_registered_loss_has_the_common_signature():
     logps, old, mask, adv = make_batch()
-    from dgro_lib.losses import loss_temperatures, trl_loss_type
+    from dgro_lib.losses import loss_entry
 
     extras = {"ref_logps": old, "entropies": torch.ones_like(logps), "rewards": adv.detach().clone(),
               "group_ids": torch.arange(logps.shape[0]) // 2, "values": torch.zeros(logps.shape[0], dtype=logps.dtype),
               "rollout_flags": torch.arange(logps.shape[0]) % 2, "rollout_temps": torch.full((logps.shape[0],), 1.2)}
     for name in list_losses():
-        if trl_loss_type(name) is not None:  # TRL's own loss: runs inside the trainer (tests/test_trainer.py)
+        if loss_entry(name).trl_loss_type is not None:  # TRL's own loss: runs inside the trainer (tests/test_trainer.py)
             continue
-        extras["temp_logps"] = {t: old for t in loss_temperatures(name)}
+        extras["temp_logps"] = {t: old for t in loss_entry(name).temperatures()}
         extras["batch_stats"] = None  # a standalone call: the loss computes them from its own rows
-        kw = {k: extras[k] for k in loss_requires(name)}
+        kw = {k: extras[k] for k in loss_entry(name).requires}
         with pytest.raises(TypeError, match="unrelated_cfg"):  # no loss swallows an unknown key
-            get_loss(name)(logps, old, mask, adv, unrelated_cfg=1, **kw)
-        loss, metrics = get_loss(name)(logps, old, mask, adv, **kw)
+            loss_entry(name).fn(logps, old, mask, adv, unrelated_cfg=1, **kw)
+        loss, metrics = loss_entry(name).fn(logps, old, mask, adv, **kw)
         assert loss.dim() == 0 and torch.isfinite(loss)
         assert all(isinstance(v, float) for v in metrics.values())
 
@@ -606,11 +605,11 @@ def test_a_loss_is_one_record_and_re_registering_replaces_all_of_it():
     try:
         L.register_loss("_test_record", requires=("temp_logps",), temperatures=lambda kw: (kw["t"],))(_t)
         e = L.loss_entry("_test_record")
-        assert L.loss_temperatures("_test_record", {"t": 3}) == (3.0,) and e.params == ("t",)
+        assert L.loss_entry("_test_record").temperatures({"t": 3}) == (3.0,) and e.params == ("t",)
         with pytest.raises(dataclasses.FrozenInstanceError):
             e.requires = ()
         L.register_loss("_test_record", requires=("temp_logps",))(_t)
-        assert L.loss_temperatures("_test_record", {"t": 3}) == ()
+        assert L.loss_entry("_test_record").temperatures({"t": 3}) == ()
     finally:
         L.unregister_loss("_test_record")
     with pytest.raises(KeyError, match="unknown loss '_test_record'"):

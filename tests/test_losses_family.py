@@ -158,7 +158,7 @@ def test_dcpo_bad_options_name_themselves():
     with pytest.raises(KeyError, match="T=1.2"):
         L.dcpo_loss(lp, old, mask, torch.zeros(5), rewards=torch.ones(5), temp_logps={0.8: old}, entropy_base=99.0)
     with pytest.raises(TypeError, match="combine"):  # fixed by the preset: not one of its parameters
-        L.get_loss("j3")(lp, old, mask, torch.zeros(5), combine="convex", **kw)
+        L.loss_entry("j3").fn(lp, old, mask, torch.zeros(5), combine="convex", **kw)
 
 
 def test_j3_estimator_is_unbiased_for_the_temperature_expectation():
@@ -175,7 +175,7 @@ def test_j3_estimator_is_unbiased_for_the_temperature_expectation():
     logp = torch.log_softmax(z, -1)[y][:, None]  # (N, 1): one-token "responses"
     old = logp.detach()
     lpT = {T: torch.log_softmax(z.detach() / T, -1)[y][:, None], 0.8: old}
-    loss, m = L.get_loss("j3")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], temp_logps=lpT,
+    loss, m = L.loss_entry("j3").fn(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], temp_logps=lpT,
                                alpha=1.0, entropy_base=99.0, dual_clip=None)
     assert m["dcpo/T"] == T
     (g,) = torch.autograd.grad(-loss, z)  # ascent direction = the estimator's mean
@@ -198,7 +198,7 @@ def test_j2_j4_match_loop_reference(name):
     adv = torch.tensor([0.7, -0.4, 0.2, 9.0, 9.0, 9.0])  # extra rows' Â must be ignored
     lpT = {T: torch.log_softmax(logits / T, -1).gather(-1, ids[..., None]).squeeze(-1) for T in (1.2, 0.8)}
     kw = {"rollout_temps": temps, "temp_logps": lpT} if name == "j4" else {}
-    loss, m = L.get_loss(name)(lp, old, mask, adv, rewards=rewards, rollout_flags=flags, alpha=0.3, **kw)
+    loss, m = L.loss_entry(name).fn(lp, old, mask, adv, rewards=rewards, rollout_flags=flags, alpha=0.3, **kw)
     parts = {0: [0.0, 0], 1: [0.0, 0]}
     for i in range(6):
         x = int(flags[i])
@@ -230,13 +230,13 @@ def test_j4_estimator_is_unbiased_for_the_on_policy_expectation():
     old = logp.detach()
     lpT = {T: torch.log_softmax(z.detach() / T, -1)[y][:, None], 1.2: old}
     ones = torch.ones(N)
-    loss, _ = L.get_loss("j4")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
+    loss, _ = L.loss_entry("j4").fn(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
                                rollout_temps=ones * T, temp_logps=lpT, alpha=1.0, dual_clip=None)
     (g,) = torch.autograd.grad(-loss, z, retain_graph=True)
     per = (torch.exp(old - lpT[T]).squeeze(1) * R[y])[:, None] * (torch.eye(K)[y] - pi)
     se = per.std(0) / math.sqrt(N)
     assert torch.all((g - exact).abs() <= 5 * se + 1e-6), (g, exact, se)
-    loss2, _ = L.get_loss("j2")(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
+    loss2, _ = L.loss_entry("j2").fn(logp, old, torch.ones(N, 1), torch.zeros(N), rewards=R[y], rollout_flags=ones,
                                 alpha=1.0, dual_clip=None)
     (g2,) = torch.autograd.grad(-loss2, z)
     exact_T = sum(piT[k] * R[k] * (torch.eye(K)[k] - pi) for k in range(K))
@@ -303,13 +303,13 @@ def test_registry_names_and_trl_delegates():
     assert {"grpo", "dapo", "dr_grpo", "bnpo", "dgro", "kimi", "dro", "online_dpo", "dcpo", "aepo", "j1", "j2", "j3",
             "j4", "entropy_reg", "entropy_adv"} <= names
     for lt in L.TRL_LOSSES:
-        assert L.trl_loss_type(lt) == lt
+        assert L.loss_entry(lt).trl_loss_type == lt
         with pytest.raises(RuntimeError, match="GRPOTrainer"):
-            L.get_loss(lt)(None, None, None, None)
-    assert L.trl_loss_type("dgro") is None
-    assert L.loss_temperatures("dcpo", {"t_high": 1.5}) == (1.5, 0.8)
-    assert L.loss_temperatures("dgro") == ()
-    assert "temp_logps" in L.loss_requires("j3") and "temp_logps" not in L.loss_requires("j1")
+            L.loss_entry(lt).fn(None, None, None, None)
+    assert L.loss_entry("dgro").trl_loss_type is None
+    assert L.loss_entry("dcpo").temperatures({"t_high": 1.5}) == (1.5, 0.8)
+    assert L.loss_entry("dgro").temperatures() == ()
+    assert "temp_logps" in L.loss_entry("j3").requires and "temp_logps" not in L.loss_entry("j1").requires
 
 
 # ------------------------------------------------------------------ chunked log-probs
@@ -345,7 +345,7 @@ def test_online_dpo_matches_pairwise_loop_and_skips_ties():
     ref = old + 0.1 * torch.randn(6, 7, generator=torch.Generator().manual_seed(14))
     rewards = torch.tensor([1.0, 3.0, -1.0, 2.0, 2.0, 2.0])  # group 0: rows 0-2; group 1: rows 3-5 (all tied)
     gids = torch.tensor([0, 0, 0, 1, 1, 1])
-    loss, m = L.get_loss("online_dpo")(lp, old, mask, torch.zeros(6), rewards=rewards, group_ids=gids, ref_logps=ref,
+    loss, m = L.loss_entry("online_dpo").fn(lp, old, mask, torch.zeros(6), rewards=rewards, group_ids=gids, ref_logps=ref,
                                        beta=0.5)
     seq = lambda i: float(((lp[i].detach() - ref[i]) * mask[i]).sum())  # noqa: E731
     ref_loss = -math.log(1 / (1 + math.exp(-0.5 * (seq(1) - seq(2)))))
@@ -353,7 +353,7 @@ def test_online_dpo_matches_pairwise_loop_and_skips_ties():
     assert m["online_dpo/frac_groups_with_pair"] == 0.5
     loss.backward()
     assert lp.grad[3:].abs().sum() == 0 and lp.grad[0].abs().sum() == 0 and lp.grad[1].abs().sum() > 0
-    tied, m2 = L.get_loss("online_dpo")(lp, old, mask, torch.zeros(6), rewards=torch.ones(6), group_ids=gids,
+    tied, m2 = L.loss_entry("online_dpo").fn(lp, old, mask, torch.zeros(6), rewards=torch.ones(6), group_ids=gids,
                                         ref_logps=ref)
     assert tied.item() == 0 and m2["online_dpo/frac_groups_with_pair"] == 0
 
@@ -421,13 +421,13 @@ def test_dcpo_with_batch_stats_uses_them_and_names_what_is_missing():
     assert (m["dcpo/H"], m["dcpo/T"], m["dcpo/frac_correct"], m["dcpo/alpha"]) == (0.9, 0.8, 0.25, 0.07)
     with pytest.raises(KeyError, match="alpha"):
         L.dcpo_loss(lp, old, mask, torch.zeros(5), **kw, batch_stats={"H": 0.9, "T": 0.8, "frac_correct": 0.25})
-    spec = L.loss_batch_statistics("dcpo", {"entropy_base": 0.25})
+    spec = L.loss_entry("dcpo").batch_statistics({"entropy_base": 0.25})
     assert (spec.entropy_source, spec.entropy_from) == ("nll", "previous_step")  # the authors' lag is the default
     assert spec.compute(torch.tensor([1.0, 0.0, 0.0, 0.0]), 0.0)["T"] == 1.2  # H = 0 before the first step
-    assert L.loss_batch_statistics("j1", {}).compute(torch.ones(4), 0.3)["alpha"] == 0.1  # J presets: fixed alpha
-    assert L.loss_batch_statistics("grpo_verl", {}) is None
+    assert L.loss_entry("j1").batch_statistics({}).compute(torch.ones(4), 0.3)["alpha"] == 0.1  # J presets: fixed alpha
+    assert L.loss_entry("grpo_verl").batch_statistics({}) is None
     with pytest.raises(ValueError, match="entropy_from"):
-        L.loss_batch_statistics("dcpo", {"entropy_from": "tomorrow"})
+        L.loss_entry("dcpo").batch_statistics({"entropy_from": "tomorrow"})
 
 
 # ------------------------------------------------------------------ GRPO as the DCPO authors update the actor

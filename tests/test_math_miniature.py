@@ -200,7 +200,7 @@ def _math_cfg(**overrides):
 
 
 def test_experiment_math_kinds_and_the_presets_task_are_checked():
-    from dgro_lib.runs.inputs import load_eval_records
+    from dgro_lib.runs.data_sources import load_eval_records
 
     cfg = _math_cfg(**{"data.math_kinds": ["add", "linear"], "data.n_eval": 6})
     assert [r["source"] for r in load_eval_records(cfg)] == ["synthetic/add", "synthetic/linear"] * 3

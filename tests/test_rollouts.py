@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from dgro_lib.losses import ExtraRollouts, loss_extra_rollouts
+from dgro_lib.losses import ExtraRollouts, loss_entry
 from dgro_lib.rl.rollouts import allocate_extra_rows, merge_rollouts, select_extra_rows
 
 PAD = 0
@@ -81,22 +81,22 @@ def test_select_caps_and_errors_name_the_problem():
 
 
 def test_registry_declares_the_rollouts():
-    aepo = loss_extra_rollouts("aepo", {"fraction": 0.25, "reinforce_sample_num": 8})
+    aepo = loss_entry("aepo").extra_rollouts({"fraction": 0.25, "reinforce_sample_num": 8})
     assert (aepo.placement, aepo.fraction, aepo.max_rows, aepo.min_advantage, aepo.set_advantage) == (
         "replace", 0.25, 8, 0.05, 1.0)
     assert aepo.temperature(0.3) == 1.2 and aepo.temperature(0.7) == 0.8  # T_high iff H <= H0 = 0.5
-    assert loss_extra_rollouts("j2").placement == loss_extra_rollouts("j4").placement == "append"
-    assert loss_extra_rollouts("dgro") is None and loss_extra_rollouts("j3") is None
+    assert loss_entry("j2").extra_rollouts().placement == loss_entry("j4").extra_rollouts().placement == "append"
+    assert loss_entry("dgro").extra_rollouts() is None and loss_entry("j3").extra_rollouts() is None
     assert ExtraRollouts(placement="append", fraction=0.25).n_prompts(2) == 1  # at least one prompt
 
 
 def test_aepo_defaults_follow_the_authors_latest_trainer():
     """597358816/AEPO since 1a3e368 resamples a quarter of the batch (``gen_batch_bak[:len // 4]``); 1.0 is the older
     07f16ff, still reachable; H is the previous step's -log pi estimate (``actor/entropy_loss``)."""
-    spec = loss_extra_rollouts("aepo")
+    spec = loss_entry("aepo").extra_rollouts()
     assert spec.fraction == 0.25 and spec.entropy_source == "nll" and spec.max_rows == 60
     assert spec.n_prompts(512) == 128  # the DCPO paper's 512 prompts per rollout batch
-    assert loss_extra_rollouts("aepo", {"fraction": 1.0}).n_prompts(512) == 512
+    assert loss_entry("aepo").extra_rollouts({"fraction": 1.0}).n_prompts(512) == 512
 
 
 @pytest.mark.parametrize("counts,cap,high,expected", [

@@ -213,3 +213,21 @@ def test_loading_a_config_and_the_presets_loads_no_transformers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PKG.parent).stdout.strip()
     assert out == "[]", out
+
+
+def test_the_losses_package_exports_exactly_what_it_imports_and_lists_it_sorted():
+    """``dgro_lib.losses.__all__`` is the package's public surface: every public name the package imports (each
+    registered loss among them, ``j1_loss`` and ``j3_loss`` included), nothing else, in sorted order."""
+    import inspect
+
+    import dgro_lib.losses as losses
+    from dgro_lib.losses.registry import list_losses, loss_entry
+
+    public = {n for n, v in vars(losses).items() if not n.startswith("_") and not inspect.ismodule(v)
+              and n != "annotations"}
+    assert set(losses.__all__) == public, (sorted(public - set(losses.__all__)), sorted(set(losses.__all__) - public))
+    assert losses.__all__ == sorted(losses.__all__)
+    # every registered loss is a function the package exports under its own name
+    exported = {getattr(losses, n) for n in losses.__all__}
+    missing = [name for name in list_losses() if loss_entry(name).fn not in exported]
+    assert not missing, f"registered losses whose function the package does not export: {missing}"

@@ -10,7 +10,7 @@ import dgro_lib.evaluate.accuracy as A
 from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
 from dgro_lib.data.math import generate_math
 from dgro_lib.evaluate import evaluate_greedy, evaluate_sampled, protocol_for_config
-from dgro_lib.runs.inputs import load_eval_records, load_train_records
+from dgro_lib.runs.data_sources import load_eval_records, load_train_records
 from dgro_lib.tasks import TASKS, get_task, puzzle_key
 
 MATH = {"data.task": "math", "data.math_train": "synthetic", "data.math_eval": ["synthetic"],

@@ -9,7 +9,7 @@ import torch
 
 from dgro_lib.analysis import theory as T
 from dgro_lib.config import ConfigError, config_from_dict, find_params, load_config
-from dgro_lib.losses import get_loss
+from dgro_lib.losses import loss_entry
 
 
 def _soft_value_loop(p, r, beta):
@@ -128,7 +128,7 @@ def test_exact_pg_equals_the_registered_dgro_loss_weighted_by_pi_old():
     Wg = W.clone().requires_grad_(True)
     lp = pol.token_logprobs(Wg).gather(-1, pol.sequences.unsqueeze(-1)).squeeze(-1)  # (S, N) per-token
     adv = len(r) * p_old * (r - p_old @ r)
-    loss, _ = get_loss("dgro")(lp, None, torch.ones_like(lp), adv, beta1=0.7, beta2=0.0)
+    loss, _ = loss_entry("dgro").fn(lp, None, torch.ones_like(lp), adv, beta1=0.7, beta2=0.0)
     (g,) = torch.autograd.grad(loss, Wg)
     assert float(g.norm()) == pytest.approx(terms["pg_norm"], rel=1e-10)
 

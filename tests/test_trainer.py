@@ -140,7 +140,7 @@ GRPO_SCALED = ("dcpo", "j1", "j2", "j3", "j4", "aepo")
 @pytest.mark.parametrize("name", L.list_losses())
 def test_every_registered_loss_trains_through_the_trainer(tmp_path, tokenizer, name):
     loss_kwargs, grpo_kwargs = SMOKE.get(name, ({}, {}))
-    if L.trl_loss_type(name) is not None:  # TRL's own: its kwargs are GRPOConfig fields, set by the trainer
+    if L.loss_entry(name).trl_loss_type is not None:  # TRL's own: its kwargs are GRPOConfig fields, set by the trainer
         grpo_kwargs = dict(loss_kwargs)  # (also here only so that make_trainer saves the model for TRL's ref copy)
     trainer = make_trainer(tmp_path, tokenizer, loss_name=name, loss_kwargs=loss_kwargs, grpo_kwargs=grpo_kwargs,
                            reward=length_reward, scale="group_std" if name in GRPO_SCALED else None)
@@ -150,7 +150,7 @@ def test_every_registered_loss_trains_through_the_trainer(tmp_path, tokenizer, n
     assert all("entropy" in h and "reward_stats/reward/var" in h for h in logs)
     if name in METRIC:
         assert all(math.isfinite(h[METRIC[name]]) for h in logs), logs
-    if L.trl_loss_type(name) is not None:
+    if L.loss_entry(name).trl_loss_type is not None:
         assert trainer.loss_type == name and trainer.beta == loss_kwargs.get("beta", 0.0)
         assert all("clip_ratio/region_mean" in h for h in logs)  # TRL's own loss logged its own metrics
 
@@ -379,7 +379,7 @@ def test_reference_rollouts_need_a_reference_model(tmp_path, tokenizer):
         trainer.train()
 
 
-CHUNKED = [n for n in L.list_losses() if L.trl_loss_type(n) is None]  # TRL's own losses run TRL's forward
+CHUNKED = [n for n in L.list_losses() if L.loss_entry(n).trl_loss_type is None]  # TRL's own losses run TRL's forward
 
 
 @pytest.mark.parametrize("loss_name", CHUNKED + ["dgro-sequence"])

@@ -123,7 +123,7 @@ def test_a_prompt_longer_than_the_reserved_context_is_refused(tiny, records):
 
 
 def test_load_eval_model_starts_the_engine_with_the_protocols_context(tiny, monkeypatch):
-    from dgro_lib.runs import inputs
+    from dgro_lib.runs import data_sources
     from dgro_lib.evaluate import vllm_engine
 
     path, _, _ = tiny
@@ -137,11 +137,11 @@ def test_load_eval_model_starts_the_engine_with_the_protocols_context(tiny, monk
     monkeypatch.setattr(vllm_engine, "VLLMEvalModel", Spy)
     cfg = apply_overrides(load_config(find_params("dgro_fig1_reward_variance", "paper")),
                           {"sweep": {}, "eval.engine": "vllm"})
-    model, tok = inputs.load_eval_model(cfg, path)
+    model, tok = data_sources.load_eval_model(cfg, path)
     assert isinstance(model, Spy) and seen["path"] == path and seen["dtype"] == "bfloat16"
     assert seen["max_model_len"] == cfg.train.max_prompt_length + cfg.eval.max_new_tokens
     assert model.llm.kwargs["max_model_len"] == seen["max_model_len"] and model.llm.kwargs["tensor_parallel_size"] == 1
-    inputs.close_eval_model(model)
+    data_sources.close_eval_model(model)
     assert model.llm is None
 
 

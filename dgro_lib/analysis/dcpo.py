@@ -42,7 +42,7 @@ def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 
     ``entropy``), ``tokens``, ``completions`` and the model path. Sampling is seeded: the numbers are a function of
     the config and ``seed``.
     """
-    from dgro_lib.runs.inputs import resolve_model_path
+    from dgro_lib.runs.data_sources import resolve_model_path
 
     path = resolve_model_path(cfg)  # may build the embedded base (a training loop): outside no_grad
     with torch.no_grad():
@@ -52,7 +52,7 @@ def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 
 
 def _policy_entropy(cfg, path, *, n_prompts, n_samples, seed, batch_size) -> dict[str, Any]:
     from dgro_lib.config import eval_placement
-    from dgro_lib.runs.inputs import load_train_records
+    from dgro_lib.runs.data_sources import load_train_records
     from dgro_lib.models.loading import load_model
     from dgro_lib.models.sampling import sample
     from dgro_lib.tasks import get_task
@@ -337,7 +337,7 @@ def method_sweep(cfg, result, sampled: pd.DataFrame) -> MethodSweep:
     evaluations) and ``sampled`` of :func:`dgro_lib.runs.experiment.evaluate_runs` under ``cfg.extra["sampled_eval"]``
     (base rows included). The notebooks run both (this module does not import the sweep runner)."""
     from dgro_lib.analysis.probes import label_points
-    from dgro_lib.runs.inputs import load_eval_records
+    from dgro_lib.runs.data_sources import load_eval_records
 
     labeler = sweep_labels(cfg)
     is_base = sampled["run"] == "base"

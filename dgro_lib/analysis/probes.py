@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from dgro_lib.data import kk
-from dgro_lib.losses import compute_advantages, get_loss
+from dgro_lib.losses import compute_advantages, loss_entry
 from dgro_lib.rewards import get_scheme, kk_outcome
 from dgro_lib.models.sampling import sample
 
@@ -88,7 +88,7 @@ def adam_scale_check(
     prompt_ids = [tokenizer(kk.format_prompt(r, template=template, tokenizer=tokenizer),
                             add_special_tokens=False)["input_ids"]
                   for r in rows]
-    loss_fn = get_loss("dgro")
+    loss_fn = loss_entry("dgro").fn
     kwargs = {"aggregation": "token-mean", **(loss_kwargs or {})}
     with torch.no_grad():
         old_logps, mask = completion_logps(model, prompt_ids, completion_ids, tokenizer.pad_token_id)

@@ -378,7 +378,7 @@ def bandit_gradient_check(*, arms: int = 5, group: int = 16, beta1: float = 1.0,
     through the library's registered ``dgro`` loss and in closed form:
     ∇L = −(1/G) Σ_i [β1 (r_i − r̄) − 2β2 (ℓ_i − ℓ_i^old)] (e_{y_i} − π_θ). Returns the largest absolute
     difference and the gradient's norm."""
-    from dgro_lib.losses import get_loss  # the registry the trainer uses
+    from dgro_lib.losses import loss_entry  # the registry the trainer uses
 
     gen = torch.Generator().manual_seed(seed)
     theta_old = torch.randn(arms, generator=gen, dtype=torch.float64)
@@ -388,7 +388,7 @@ def bandit_gradient_check(*, arms: int = 5, group: int = 16, beta1: float = 1.0,
     adv = r - r.mean()
     lp = torch.log_softmax(theta, 0)[y].unsqueeze(-1)  # (G, 1): one-token responses
     old = torch.log_softmax(theta_old, 0)[y].unsqueeze(-1)
-    loss, _ = get_loss("dgro")(lp, old, torch.ones_like(lp), adv, beta1=beta1, beta2=beta2)
+    loss, _ = loss_entry("dgro").fn(lp, old, torch.ones_like(lp), adv, beta1=beta1, beta2=beta2)
     (grad,) = torch.autograd.grad(loss, theta)
     with torch.no_grad():
         pi = torch.softmax(theta, 0)

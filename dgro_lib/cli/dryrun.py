@@ -41,7 +41,7 @@ from transformers import AutoConfig
 
 from dgro_lib.config import ExperimentConfig, expand_sweep, load_config, uses_reference_model, vllm_max_model_length
 from dgro_lib.evaluate.vllm_engine import VLLM_GPU_MEMORY_UTILIZATION
-from dgro_lib.losses import loss_extra_rollouts, loss_on_policy_inert
+from dgro_lib.losses import loss_entry
 from dgro_lib.util.paths import PARAMS
 
 __all__ = ["KNOWN_ARCHITECTURES", "Architecture", "resolve_architecture", "estimate", "dry_run"]
@@ -156,7 +156,7 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
     h, L = arch.hidden, arch.layers
     # Extra rollouts appended to the batch (DCPO's J2/J4: a second sampling of a share of the prompts) make every
     # micro-batch that much longer; AEPO's replace them and keep its size.
-    spec = loss_extra_rollouts(cfg.loss.name, cfg.loss.kwargs) if cfg.kind == "train" else None
+    spec = loss_entry(cfg.loss.name).extra_rollouts(cfg.loss.kwargs) if cfg.kind == "train" else None
     extra = 0.0
     if spec is not None and spec.placement == "append":
         extra = spec.fraction if spec.max_rows is None else min(spec.fraction, spec.max_rows / rows)
@@ -209,7 +209,7 @@ def estimate(cfg: ExperimentConfig, arch: Architecture) -> dict[str, Any]:
         eval_mem = eval_share
     vllm_kv = _vllm_kv_cache(cfg, arch, P, kv_per_token, gen) if t.use_vllm and cfg.kind == "train" else {}
     warnings = []
-    inert = loss_on_policy_inert(cfg.loss.name, cfg.loss.kwargs)
+    inert = loss_entry(cfg.loss.name).on_policy_inert(cfg.loss.kwargs)
     if inert and updates == 1:
         warnings.append(f"{', '.join(inert)} {'is' if len(inert) == 1 else 'are'} inert: one on-policy update per rollout batch (num_iterations x "
                         f"updates_per_rollout = 1), so the term it weighs (distance to pi_old) has zero gradient")

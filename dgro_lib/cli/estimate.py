@@ -18,7 +18,7 @@ import pandas as pd
 
 from dgro_lib.runs.archive import restorable
 from dgro_lib.config import ExperimentConfig, expand_sweep, find_params, load_config
-from dgro_lib.runs.inputs import expected_base_digest
+from dgro_lib.runs.data_sources import expected_base_digest
 from dgro_lib.util.paths import REPO
 from dgro_lib.runs.store import latest_checkpoint, run_key
 

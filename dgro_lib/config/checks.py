@@ -24,7 +24,7 @@ from dgro_lib.data import math as _math_data
 from dgro_lib.data.kk.generate import NAMES as _KK_NAMES
 from dgro_lib.models.presets import EMBEDDED_PRESETS
 from dgro_lib.util.typed import ConfigError, coerce
-from dgro_lib.losses import loss_params, loss_requires, loss_soft_beta, trl_loss_type
+from dgro_lib.losses import loss_entry
 from dgro_lib.util.paths import is_hub_id
 
 if TYPE_CHECKING:
@@ -106,18 +106,18 @@ def _loss_kwarg_types(name: str) -> dict[str, Any]:
     from :class:`~dgro_lib.losses.ExtraRollouts` for the keys only its extra-rollout spec reads, from
     ``trl.GRPOConfig`` for TRL's own losses (where the annotation is a plain scalar type)."""
     out: dict[str, Any] = {}
-    if trl_loss_type(name) is not None:
-        from trl import GRPOConfig  # loss_params(name) has imported trl already for this loss
+    if loss_entry(name).trl_loss_type is not None:
+        from trl import GRPOConfig  # loss_entry(name).kwarg_names has imported trl already for this loss
 
         for k, tp in typing.get_type_hints(GRPOConfig).items():
             if all(a in (int, float, bool, str, type(None)) for a in (typing.get_args(tp) or (tp,))):
                 out[k] = tp
         return out
-    fn = _losses.get_loss(name)
+    fn = _losses.loss_entry(name).fn
     hints = typing.get_type_hints(fn)  # the presets carry their parent's annotations too
     out.update({p: hints[p] for p in inspect.signature(fn).parameters if p in hints})
     spec_hints = typing.get_type_hints(_losses.ExtraRollouts)
-    for k in loss_params(name):
+    for k in loss_entry(name).kwarg_names:
         if k not in out and _SPEC_FIELD.get(k, k) in spec_hints:
             out[k] = spec_hints[_SPEC_FIELD.get(k, k)]
     return out
@@ -129,23 +129,23 @@ def _probe_loss(name: str, kwargs: dict) -> None:
     here. TRL's own losses run inside TRL and are not probed."""
     import torch
 
-    if trl_loss_type(name) is not None:
+    if loss_entry(name).trl_loss_type is not None:
         return
     B, T = 2, 3
     lp = torch.full((B, T), -1.0)
     rewards = torch.tensor([1.0, 0.0])
-    temps = _losses.loss_temperatures(name, kwargs)
-    stats = _losses.loss_batch_statistics(name, kwargs)
+    temps = _losses.loss_entry(name).temperatures(kwargs)
+    stats = _losses.loss_entry(name).batch_statistics(kwargs)
     extras = {"entropies": torch.ones(B, T), "ref_logps": lp.clone(), "rewards": rewards, "values": torch.zeros(B),
               "group_ids": torch.zeros(B, dtype=torch.long), "temp_logps": {t: lp.clone() for t in temps},
               "batch_stats": stats.compute(rewards, 0.0) if stats is not None else None,
               "rollout_flags": torch.tensor([0, 1]), "rollout_temps": torch.tensor([1.0, temps[0] if temps else 1.0])}
-    required = loss_requires(name)
+    required = loss_entry(name).requires
     if any(k not in extras for k in required):  # a loss needing a tensor this probe does not know: not probed
         return
     with torch.no_grad():
-        _losses.get_loss(name)(lp, lp.clone(), torch.ones(B, T), torch.tensor([0.5, -0.5]),
-                               **_losses.loss_call_kwargs(name, kwargs), **{k: extras[k] for k in required})
+        _losses.loss_entry(name).fn(lp, lp.clone(), torch.ones(B, T), torch.tensor([0.5, -0.5]),
+                               **_losses.loss_entry(name).call_kwargs(kwargs), **{k: extras[k] for k in required})
 
 
 def _validate_loss_values(cfg: ExperimentConfig) -> None:
@@ -153,7 +153,7 @@ def _validate_loss_values(cfg: ExperimentConfig) -> None:
     rollouts, batch statistics, temperatures) and a probe call of the loss; and ``loss.value_lr``."""
     lc = cfg.loss
     name, kwargs = lc.name, lc.kwargs
-    trl = trl_loss_type(name) is not None
+    trl = loss_entry(name).trl_loss_type is not None
     types_ = _loss_kwarg_types(name)
     train_keys = {f.name for f in dataclasses.fields(cfg.train)}
     for k, v in kwargs.items():
@@ -171,20 +171,20 @@ def _validate_loss_values(cfg: ExperimentConfig) -> None:
             if k in _KWARG_RANGES and not _KWARG_RANGES[k][0](v):
                 raise ConfigError(f"{where}: must be {_KWARG_RANGES[k][1]}, got {v!r}")
     try:
-        _losses.loss_extra_rollouts(name, kwargs)
-        _losses.loss_batch_statistics(name, kwargs)
-        _losses.loss_temperatures(name, kwargs)
+        _losses.loss_entry(name).extra_rollouts(kwargs)
+        _losses.loss_entry(name).batch_statistics(kwargs)
+        _losses.loss_entry(name).temperatures(kwargs)
         _probe_loss(name, kwargs)
     except (ValueError, TypeError, KeyError, RuntimeError) as e:
         raise ConfigError(f"loss.kwargs: loss {name!r} refuses {kwargs!r}: {e}") from None
     if lc.value == "soft":
-        beta = loss_soft_beta(name, kwargs)
+        beta = loss_entry(name).soft_beta(kwargs)
         if not beta >= 0:
             raise ConfigError(f"loss.value: 'soft' needs the loss's beta >= 0, got {beta!r} from {kwargs!r}")
     if lc.value_lr is not None:
         if not lc.value_lr > 0:
             raise ConfigError(f"loss.value_lr: must be > 0 (or null), got {lc.value_lr!r}")
-        if "values" not in loss_requires(name):
+        if "values" not in loss_entry(name).requires:
             raise ConfigError(f"loss.value_lr: {lc.value_lr!r} is set, but loss {name!r} learns no value head "
                               "(only losses that require 'values', e.g. dro, read it)")
 
@@ -242,7 +242,7 @@ def _validate_train_values(cfg: ExperimentConfig) -> None:
     if t.cpu and (t.use_vllm or (t.distributed != "none" and not deepspeed_on_cpu(cfg))):
         what = "train.use_vllm" if t.use_vllm else "train.distributed"
         raise ConfigError(f"{what}: {getattr(t, what.split('.')[1])!r} needs GPUs, but train.cpu is true")
-    spec = _losses.loss_extra_rollouts(cfg.loss.name, cfg.loss.kwargs)
+    spec = _losses.loss_entry(cfg.loss.name).extra_rollouts(cfg.loss.kwargs)
     if spec is not None and t.prompts_per_step % t.num_processes:
         raise ConfigError(f"train.prompts_per_step: {t.prompts_per_step} prompts do not split into whole groups over "
                           f"train.num_processes = {t.num_processes}, which the extra rollouts of loss "
@@ -251,7 +251,7 @@ def _validate_train_values(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"train.vllm_importance_sampling_correction: true, but loss {cfg.loss.name!r} samples extra "
                           "rollouts at another temperature, which TRL's correction would compare with temperature-1 "
                           "log-probs; set it to false")
-    if t.use_vllm and t.vllm_importance_sampling_correction and trl_loss_type(cfg.loss.name) is None:
+    if t.use_vllm and t.vllm_importance_sampling_correction and loss_entry(cfg.loss.name).trl_loss_type is None:
         # TRL multiplies only its own losses by the correction; ours never read it. Refusing it here keeps every arm
         # of a comparison (GRPO beside DGRO, online DPO, ...) under the same setting: off, or all TRL losses.
         raise ConfigError(f"train.vllm_importance_sampling_correction: true, but loss {cfg.loss.name!r} is not one of "
@@ -259,7 +259,7 @@ def _validate_train_values(cfg: ExperimentConfig) -> None:
                           "comparison; set it to false")
     if t.require_gpu and t.cpu:
         raise ConfigError("train.require_gpu: true, but train.cpu is true (CPU processes); set one of them to false")
-    if t.rollout_policy == "reference" and trl_loss_type(cfg.loss.name) is not None and not uses_reference_model(cfg):
+    if t.rollout_policy == "reference" and loss_entry(cfg.loss.name).trl_loss_type is not None and not uses_reference_model(cfg):
         raise ConfigError(f"train.rollout_policy: 'reference' samples from TRL's reference model, which TRL's loss "
                           f"{cfg.loss.name!r} builds only with loss.kwargs.beta != 0, got "
                           f"{cfg.loss.kwargs.get('beta', 0.0)!r}")
@@ -468,6 +468,6 @@ def vllm_max_model_length(cfg: ExperimentConfig) -> int | None:
 def uses_reference_model(cfg: ExperimentConfig) -> bool:
     """Whether a run needs TRL's frozen reference model: TRL's own losses when their k3-KL ``beta`` is set; ours
     when the loss reads ``ref_logps`` (dro, online_dpo) or the rollouts are sampled from it."""
-    if trl_loss_type(cfg.loss.name) is not None:
+    if loss_entry(cfg.loss.name).trl_loss_type is not None:
         return float(cfg.loss.kwargs.get("beta", 0.0)) != 0.0
-    return "ref_logps" in loss_requires(cfg.loss.name) or cfg.train.rollout_policy == "reference"
+    return "ref_logps" in loss_entry(cfg.loss.name).requires or cfg.train.rollout_policy == "reference"

@@ -19,7 +19,7 @@ import yaml
 from dgro_lib.config.checks import validate_values
 from dgro_lib.config.schema import DISTRIBUTED, KINDS, ExperimentConfig
 from dgro_lib.data.math import ALL_KINDS, SYNTHETIC, resolve_dataset
-from dgro_lib.losses import list_losses, loss_params, loss_soft_beta, validate_loss_kwargs
+from dgro_lib.losses import list_losses, loss_entry
 from dgro_lib.rewards import get_scheme
 from dgro_lib.util.paths import PARAMS
 from dgro_lib.util.typed import ConfigError, build_dataclass
@@ -68,6 +68,11 @@ def _validate(cfg: ExperimentConfig) -> None:
                           "would share the same GPUs; use workers: 1 (each run takes all its processes)")
     if t.updates_per_rollout < 1:
         raise ConfigError(f"train.updates_per_rollout: must be >= 1, got {t.updates_per_rollout}")
+    per_batch = t.num_iterations * t.updates_per_rollout  # optimizer steps one rollout batch feeds
+    if t.max_steps % per_batch:
+        raise ConfigError(f"train.max_steps: {t.max_steps} optimizer steps is not a whole number of rollout batches: "
+                          f"each feeds train.num_iterations x train.updates_per_rollout = {t.num_iterations} x "
+                          f"{t.updates_per_rollout} = {per_batch} steps (passes x mini-batches)")
     rows = t.prompts_per_step * t.num_generations
     if rows % (t.num_processes * t.updates_per_rollout):
         raise ConfigError(f"train.num_processes x train.updates_per_rollout = {t.num_processes} x "
@@ -147,13 +152,13 @@ def _validate(cfg: ExperimentConfig) -> None:
     if cfg.loss.value not in ("group_mean", "soft"):
         raise ConfigError(f"loss.value: {cfg.loss.value!r} is not one of group_mean, soft")
     try:
-        validate_loss_kwargs(cfg.loss.name, cfg.loss.kwargs)
+        loss_entry(cfg.loss.name).validate(cfg.loss.kwargs)
     except ValueError as e:
-        bad = sorted(k for k in cfg.loss.kwargs if k not in loss_params(cfg.loss.name))
+        bad = sorted(k for k in cfg.loss.kwargs if k not in loss_entry(cfg.loss.name).kwarg_names)
         raise ConfigError(f"loss.kwargs.{bad[0]}: {e}") from None
     if cfg.loss.value == "soft":
         try:
-            loss_soft_beta(cfg.loss.name, cfg.loss.kwargs)
+            loss_entry(cfg.loss.name).soft_beta(cfg.loss.kwargs)
         except (ValueError, TypeError) as e:  # TypeError: a kwarg of the wrong type (named again below)
             raise ConfigError(f"loss.value: {e}") from None
     if cfg.loss.scale not in (None, "group_std"):

@@ -89,7 +89,7 @@ class LossConfig:
     """Registered loss name (:func:`dgro_lib.losses.list_losses`)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the loss (for ``dgro``: ``beta1``, ``beta2``, ``ratio_level``, ``aggregation``); checked
-    against the registered loss's parameters (:func:`dgro_lib.losses.loss_params`), so a typo is an error."""
+    against the registered loss's parameters (``dgro_lib.losses.loss_entry(name).kwarg_names``), so a typo is an error."""
     value: str = "group_mean"
     """Baseline V(x): ``group_mean`` (DGRO, Kimi k1.5) or ``soft`` (beta*log-mean-exp(r/beta), DGRO Eq. 2/15, with
     the beta the loss declares: 2*beta2/beta1 for ``dgro``, tau for ``kimi``, beta for ``dro``)."""
@@ -128,8 +128,11 @@ class TrainConfig:
     num_generations: int = 16
     """Samples per prompt (the group size G)."""
     num_iterations: int = 1
-    """Optimizer steps per rollout batch. With 1, pi_theta == pi_old at every update and DGRO's beta2 term has
-    zero gradient (docs/design.md, "Why β2 is inert on-policy"); use >= 2 to make beta2 act."""
+    """Passes over each rollout batch (PPO epochs; TRL's ``GRPOConfig.num_iterations``): the whole batch is reused
+    this many times, each pass split into ``updates_per_rollout`` optimizer steps. A rollout batch therefore feeds
+    ``num_iterations x updates_per_rollout`` optimizer steps, and ``max_steps`` (optimizer steps) must be a multiple
+    of that product. With both at 1, pi_theta == pi_old at every update and DGRO's beta2 term has zero gradient
+    (docs/design.md, "Why β2 is inert on-policy"); either > 1 makes beta2 act."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
     max_completion_length: int = 320
@@ -146,8 +149,9 @@ class TrainConfig:
     threads: int = 1
     """torch threads per run (runs are parallelised across processes instead)."""
     updates_per_rollout: int = 1
-    """Optimizer steps one rollout batch is split into (verl's rollout batch / PPO mini-batch; the DCPO authors
-    use 4). Updates after the first of a batch are off-policy, so DGRO's beta2 acts when this is > 1."""
+    """Mini-batches one pass over a rollout batch is split into, one optimizer step each (verl's rollout batch / PPO
+    mini-batch; the DCPO authors use 4): every row is used once per pass, where ``num_iterations`` repeats the
+    passes. Updates after the first of a batch are off-policy, so DGRO's beta2 acts when this is > 1."""
     micro_batch_size: int | None = None
     """Rows per forward/backward pass on one process (gradient accumulation fills an optimizer step); None = a
     whole optimizer step's rows at once."""
@@ -166,7 +170,7 @@ class TrainConfig:
     """Memory of one GPU, for the dry-run's budget check (A100-80GB: 80; H200: 141)."""
     num_processes: int = 1
     """Training processes (GPUs). 1 = in-process (ci/cpu); > 1 = ``accelerate launch`` of ``python -m
-    dgro_lib.runs.train`` (:mod:`dgro_lib.runs.launch`); prompts_per_step * num_generations must divide evenly."""
+    dgro_lib.runs.process_main`` (:mod:`dgro_lib.runs.launch`); prompts_per_step * num_generations must divide evenly."""
     distributed: str = "none"
     """Engine for num_processes > 1: ``none`` (plain DDP), ``zero2`` / ``zero3`` (DeepSpeed) or ``fsdp`` (FSDP2),
     through TRL's own accelerate configs (trl/accelerate_configs/)."""

@@ -10,7 +10,7 @@ Shapes: ``logps``, ``old_logps``, ``mask`` are ``(B, T)`` (B responses, T padded
 completion tokens; mask 1 on real tokens, 0 on padding); ``advantages`` is ``(B,)``
 (one value per response) or ``(B, T)``. Extra tensors a loss needs (entropies,
 reference log-probs, ...) are declared with ``register_loss(name, requires=...)``
-so that the trainer knows what to pass; ``loss_requires(name)`` reads them back.
+so that the trainer knows what to pass; ``loss_entry(name).requires`` reads them back.
 
 Nothing in here reads a config object: every knob is a keyword argument. No ``**kwargs`` catch-all: an unknown
 keyword is a TypeError.
@@ -37,11 +37,11 @@ Map of the modules (importing this package imports them all, so every loss is re
 ============================  ==========================================================================
 module                        contents
 ============================  ==========================================================================
-:mod:`.registry`              ``register_loss`` and the lookups (``get_loss``, ``loss_requires``,
-                              ``loss_params``, ``loss_soft_beta`` (β = 2β2/β1, DGRO Eq. 15), ...)
+:mod:`.registry`              ``register_loss`` and the one lookup ``loss_entry(name)``: its ``fn``,
+                              ``requires``, ``call_kwargs``, ``soft_beta`` (β = 2β2/β1, DGRO Eq. 15), ...
 :mod:`.specs`                 what a loss declares besides its function: ``ExtraRollouts``,
                               ``BatchStatistics``, the DCPO/AEPO temperature rule ``dcpo_temperature``
-:mod:`.inputs`                the common checks on the four tensors (``_prepare``)
+:mod:`.tensor_checks`         the common checks on the four tensors (``_prepare``)
 :mod:`.aggregation`           ``aggregate`` / ``aggregation_weights``: token-mean, seq-mean-token-mean,
                               seq-mean-token-sum (DGRO Eq. 4/6), seq-mean-token-sum-norm (Dr.GRPO)
 :mod:`.advantages`            group mean baseline (DGRO Eq. 6), soft value baseline (DGRO Eq. 2, 15;
@@ -55,7 +55,7 @@ module                        contents
 :mod:`.baselines`             Entropy-Reg, Entropy-Adv (DCPO Tables 2–3), Online DPO (DGRO Fig. 3)
 ============================  ==========================================================================
 
-Dependencies point one way: ``specs`` <- ``registry`` <- the loss modules; ``inputs``, ``aggregation`` and
+Dependencies point one way: ``specs`` <- ``registry`` <- the loss modules; ``tensor_checks``, ``aggregation`` and
 ``advantages`` import nothing of the package; ``dcpo`` and ``baselines`` use ``ppo``'s clipped surrogate.
 """
 
@@ -64,27 +64,16 @@ from __future__ import annotations
 from dgro_lib.losses.registry import (
     LossEntry,
     LossFn,
-    get_loss,
     loss_entry,
     list_losses,
-    loss_batch_statistics,
-    loss_call_kwargs,
-    loss_extra_rollouts,
-    loss_on_policy_inert,
-    loss_params,
-    loss_requires,
-    loss_soft_beta,
-    loss_temperatures,
     register_loss,
-    trl_loss_type,
     unregister_loss,
-    validate_loss_kwargs,
 )
 from dgro_lib.losses.specs import ENTROPY_FROM, ENTROPY_SOURCES, EXTRA_PLACEMENTS, BatchStatistics, ExtraRollouts, dcpo_temperature
 from dgro_lib.losses.aggregation import AGGREGATIONS, aggregate, aggregation_weights
 from dgro_lib.losses.advantages import SCALES, VALUES, compute_advantages, group_mean_baseline, group_stats, soft_value_baseline
 from dgro_lib.losses.dgro import RATIO_LEVELS, dgro_loss, dro_loss, kimi_loss
-from dgro_lib.losses.ppo import TRL_LOSSES, grpo_verl_loss, ppo_clip_per_token
+from dgro_lib.losses.ppo import TRL_LOSSES, bnpo_loss, dapo_loss, dr_grpo_loss, grpo_loss, grpo_verl_loss, ppo_clip_per_token
 from dgro_lib.losses.dcpo import (
     AEPO_FRACTION,
     DCPO_COMBINE,
@@ -101,46 +90,52 @@ from dgro_lib.losses.dcpo import (
 )
 from dgro_lib.losses.baselines import entropy_adv_loss, entropy_reg_loss, online_dpo_loss
 
-__all__ = [
+__all__ = [  # every name imported above, sorted (tests/test_structure.py checks both)
+    "AEPO_FRACTION",
     "AGGREGATIONS",
+    "BatchStatistics",
+    "DCPO_COMBINE",
+    "DCPO_WEIGHTS",
+    "ENTROPY_FROM",
+    "ENTROPY_SOURCES",
+    "EXTRA_PLACEMENTS",
+    "ExtraRollouts",
+    "LossEntry",
+    "LossFn",
+    "RATIO_LEVELS",
+    "SCALES",
     "TRL_LOSSES",
+    "VALUES",
+    "aepo_loss",
     "aggregate",
     "aggregation_weights",
+    "bnpo_loss",
     "compute_advantages",
+    "dapo_loss",
     "dcpo_advantages",
+    "dcpo_alpha",
+    "dcpo_batch_stats",
     "dcpo_loss",
+    "dcpo_temperature",
     "dgro_loss",
+    "dr_grpo_loss",
     "dro_loss",
     "entropy_adv_loss",
     "entropy_reg_loss",
-    "EXTRA_PLACEMENTS",
-    "ExtraRollouts",
-    "aepo_loss",
-    "BatchStatistics",
-    "dcpo_batch_stats",
-    "grpo_verl_loss",
-    "loss_batch_statistics",
-    "loss_call_kwargs",
-    "loss_on_policy_inert",
-    "loss_params",
-    "loss_soft_beta",
-    "validate_loss_kwargs",
-    "j2_loss",
-    "j4_loss",
-    "loss_extra_rollouts",
-    "get_loss",
-    "loss_entry",
-    "LossEntry",
-    "unregister_loss",
     "group_mean_baseline",
     "group_stats",
+    "grpo_loss",
+    "grpo_verl_loss",
+    "j1_loss",
+    "j2_loss",
+    "j3_loss",
+    "j4_loss",
     "kimi_loss",
     "list_losses",
-    "loss_requires",
-    "loss_temperatures",
+    "loss_entry",
     "online_dpo_loss",
     "ppo_clip_per_token",
     "register_loss",
     "soft_value_baseline",
-    "trl_loss_type",
+    "unregister_loss",
 ]

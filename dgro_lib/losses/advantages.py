@@ -62,7 +62,7 @@ def compute_advantages(
 
     - ``value="group_mean"``: V = r̄ (DGRO Eq. 6, Kimi k1.5);
       ``value="soft"``: V = :func:`soft_value_baseline` with β = ``soft_beta`` (for DGRO β = 2β2/β1, Eq. 15:
-      the loss declares it, :func:`loss_soft_beta`).
+      the loss declares it, :meth:`LossEntry.soft_beta <dgro_lib.losses.registry.LossEntry.soft_beta>`).
     - ``scale=None``: no scaling (DGRO); ``scale="group_std"``: divide by the group's
       unbiased std + eps (GRPO as in TRL, eps = 1e-4; a group of size 1 has std 0).
 
@@ -77,7 +77,7 @@ def compute_advantages(
         v = group_mean_baseline(rewards, group_size)
     else:
         if soft_beta is None:
-            raise ValueError("value='soft' needs soft_beta (the loss's soft-value temperature, loss_soft_beta)")
+            raise ValueError("value='soft' needs soft_beta (the loss's soft-value temperature, loss_entry(name).soft_beta)")
         v = soft_value_baseline(rewards, group_size, float(soft_beta))
     adv = rewards - v
     if scale == "group_std":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from dgro_lib.losses.aggregation import _masked_mean, aggregate
-from dgro_lib.losses.inputs import _prep_tokens, _prepare
+from dgro_lib.losses.tensor_checks import _prep_tokens, _prepare
 from dgro_lib.losses.ppo import _clipped_pg
 from dgro_lib.losses.registry import register_loss
 from dgro_lib.losses.specs import ENTROPY_SOURCES

@@ -18,14 +18,13 @@ Shapes: logps, old_logps, mask (B, T); advantages (B,) or (B, T); rewards (B,) r
 
 from __future__ import annotations
 
-import inspect
 
 import torch
 
 from dgro_lib.losses.aggregation import _masked_mean
-from dgro_lib.losses.inputs import _prep_tokens
+from dgro_lib.losses.tensor_checks import _prep_tokens
 from dgro_lib.losses.ppo import _clipped_pg
-from dgro_lib.losses.registry import LossFn, register_loss
+from dgro_lib.losses.registry import register_loss
 from dgro_lib.losses.specs import ENTROPY_FROM, ENTROPY_SOURCES, BatchStatistics, ExtraRollouts, dcpo_temperature
 
 DCPO_COMBINE = ("convex", "additive")
@@ -214,40 +213,86 @@ def dcpo_loss(
     return loss, metrics
 
 
-def _j_preset(name: str, weight: str, requires: tuple[str, ...], doc: str) -> LossFn:
-    """Register a DCPO Table 1 preset: :func:`dcpo_loss` with ``combine="additive"``, the given ``weight`` and a
-    fixed numeric α (default 0.1). Its signature is DCPO's less the fixed arguments, so the registry validates
-    and fills its kwargs like any other loss."""
-    drop = {"combine", "weight"} | ({"temp_logps"} if "temp_logps" not in requires else set())
-    sig = inspect.Signature([p.replace(default=0.1) if p.name == "alpha" else p
-                             for p in inspect.signature(dcpo_loss).parameters.values() if p.name not in drop])
-
-    def fn(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)  # an unknown key is a TypeError, as for every loss
-        bound.apply_defaults()
-        kw = dict(bound.arguments)
-        if isinstance(kw["alpha"], str):
-            raise ValueError(f"the J presets take a fixed numeric alpha, got {kw['alpha']!r}")
-        kw.setdefault("temp_logps", {})
-        return dcpo_loss(**kw, combine="additive", weight=weight)
-
-    fn.__signature__ = sig  # type: ignore[attr-defined]
-    fn.__annotations__ = {k: v for k, v in dcpo_loss.__annotations__.items() if k in sig.parameters or k == "return"}
-    fn.__name__ = fn.__qualname__ = f"{name}_loss"
-    fn.__doc__ = doc
-    temps = _dcpo_temps if "temp_logps" in requires else None
-    return register_loss(name, requires=requires, temperatures=temps, batch_stats=_dcpo_stats_spec)(fn)
+def _fixed_alpha(alpha: float | str) -> float:
+    """The J presets' α: a number (DCPO's adaptive α is DCPO's own)."""
+    if isinstance(alpha, str):
+        raise ValueError(f"the J presets take a fixed numeric alpha, got {alpha!r}")
+    return alpha
 
 
-j1_loss = _j_preset("j1", "one", ("rewards", "entropies", "batch_stats"), """DCPO Table 1, J1: J = J_GRPO + α·J_reg
-    with the REINFORCE regularizer on samples from π_old, weight 1.
+@register_loss("j1", requires=("rewards", "entropies", "batch_stats"), batch_stats=_dcpo_stats_spec)
+def j1_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    entropies: torch.Tensor | None = None,
+    batch_stats: dict[str, float] | None = None,
+    entropy_base: float = 0.5,
+    t_high: float = 1.2,
+    t_low: float = 0.8,
+    alpha: float | str = 0.1,
+    alpha_cap: float = 0.1,
+    double_is: bool = True,
+    correct_threshold: float = 0.05,
+    entropy_source: str = "nll",
+    entropy_from: str = "previous_step",
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DCPO Table 1, J1: J = J_GRPO + α·J_reg with the REINFORCE regularizer on samples from π_old, weight 1.
 
     Equals :func:`dcpo_loss` with ``combine="additive"``, ``weight="one"`` and a fixed ``alpha`` (Ã = Â + α·R_i).
-    Other kwargs as :func:`dcpo_loss` (T is still chosen and logged, not used).""")
+    Other kwargs as :func:`dcpo_loss` (T is still chosen and logged, not used); shapes as there."""
+    return dcpo_loss(logps, old_logps, mask, advantages, rewards=rewards, temp_logps={}, entropies=entropies,
+                     batch_stats=batch_stats, entropy_base=entropy_base, t_high=t_high, t_low=t_low,
+                     alpha=_fixed_alpha(alpha), alpha_cap=alpha_cap, combine="additive", double_is=double_is,
+                     weight="one", correct_threshold=correct_threshold, entropy_source=entropy_source,
+                     entropy_from=entropy_from, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip,
+                     aggregation=aggregation, norm_len=norm_len)
 
-j3_loss = _j_preset("j3", "rho", ("rewards", "temp_logps", "entropies", "batch_stats"), """DCPO Table 1, J3: samples
-    from π_old, importance weight ρ = π_old^T/π_old (DCPO's regularizer with a fixed α, additive:
-    Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π. Other kwargs as :func:`dcpo_loss`.""")
+
+@register_loss("j3", requires=("rewards", "temp_logps", "entropies", "batch_stats"), temperatures=_dcpo_temps,
+               batch_stats=_dcpo_stats_spec)
+def j3_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    rewards: torch.Tensor,
+    temp_logps: dict[float, torch.Tensor],
+    entropies: torch.Tensor | None = None,
+    batch_stats: dict[str, float] | None = None,
+    entropy_base: float = 0.5,
+    t_high: float = 1.2,
+    t_low: float = 0.8,
+    alpha: float | str = 0.1,
+    alpha_cap: float = 0.1,
+    double_is: bool = True,
+    correct_threshold: float = 0.05,
+    entropy_source: str = "nll",
+    entropy_from: str = "previous_step",
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    dual_clip: float | None = 3.0,
+    aggregation: str = "token-mean",
+    norm_len: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DCPO Table 1, J3: samples from π_old, importance weight ρ = π_old^T/π_old (DCPO's regularizer with a fixed
+    α, additive: Ã = Â + α·R_i·ρ_{i,t}). Unbiased for the π_old^T expectation of R·∇log π. Other kwargs as
+    :func:`dcpo_loss`; shapes as there."""
+    return dcpo_loss(logps, old_logps, mask, advantages, rewards=rewards, temp_logps=temp_logps, entropies=entropies,
+                     batch_stats=batch_stats, entropy_base=entropy_base, t_high=t_high, t_low=t_low,
+                     alpha=_fixed_alpha(alpha), alpha_cap=alpha_cap, combine="additive", double_is=double_is,
+                     weight="rho", correct_threshold=correct_threshold, entropy_source=entropy_source,
+                     entropy_from=entropy_from, epsilon=epsilon, epsilon_high=epsilon_high, dual_clip=dual_clip,
+                     aggregation=aggregation, norm_len=norm_len)
 
 
 # ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import math
 import torch
 
 from dgro_lib.losses.aggregation import aggregation_weights
-from dgro_lib.losses.inputs import _prepare
+from dgro_lib.losses.tensor_checks import _prepare
 from dgro_lib.losses.registry import register_loss
 
 RATIO_LEVELS = ("sequence", "token")

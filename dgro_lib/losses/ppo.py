@@ -13,31 +13,52 @@ from __future__ import annotations
 import torch
 
 from dgro_lib.losses.aggregation import _masked_mean, aggregate
-from dgro_lib.losses.inputs import _prep_tokens
-from dgro_lib.losses.registry import LossFn, register_loss
+from dgro_lib.losses.tensor_checks import _prep_tokens
+from dgro_lib.losses.registry import register_loss
 
 TRL_LOSSES: tuple[str, ...] = ("grpo", "dapo", "dr_grpo", "bnpo")
 
 
-def _trl_delegate(loss_type: str) -> LossFn:
-    def fn(*args: object, **kwargs: object):
-        raise RuntimeError(
-            f"loss {loss_type!r} is trl.GRPOTrainer's own loss (loss_type={loss_type!r}); it runs inside "
-            "DGROTrainer._compute_loss, which delegates to TRL, and has no standalone form here"
-        )
-
-    fn.__name__ = fn.__qualname__ = f"trl_{loss_type}"
-    fn.__doc__ = (
-        f"TRL's ``loss_type={loss_type!r}`` (clipped surrogate; optional k3 KL to the reference with "
-        "GRPOConfig.beta > 0). Not re-implemented: :class:`dgro_lib.rl.trainer.DGROTrainer` sets TRL's loss type and "
-        "calls ``GRPOTrainer._compute_loss`` with our advantages (use ``scale: group_std`` for GRPO's)."
-    )
-    fn.trl_loss_type = loss_type  # type: ignore[attr-defined]
-    return fn
+def _runs_inside_trl(loss_type: str):
+    raise RuntimeError(
+        f"loss {loss_type!r} is trl.GRPOTrainer's own loss (loss_type={loss_type!r}); it runs inside "
+        "DGROTrainer._compute_loss, which delegates to TRL, and has no standalone form here")
 
 
-for _lt in TRL_LOSSES:
-    register_loss(_lt, trl=True)(_trl_delegate(_lt))
+# TRL's own losses: each registered name is a def whose ``trl_loss_type`` the trainer reads; it sets GRPOConfig's
+# loss_type and calls GRPOTrainer._compute_loss with our advantages (use ``scale: group_std`` for GRPO's). Not
+# re-implemented; tested equal to stock TRL. Their kwargs are GRPOConfig fields (epsilon, epsilon_high, beta, ...).
+
+@register_loss("grpo", trl=True)
+def grpo_loss(*args: object, **kwargs: object):
+    """TRL's ``loss_type="grpo"``: the clipped surrogate, each sequence's token mean, optional k3 KL to the
+    reference with GRPOConfig.beta > 0. Runs inside :class:`dgro_lib.rl.trainer.DGROTrainer`."""
+    _runs_inside_trl("grpo")
+
+
+@register_loss("dapo", trl=True)
+def dapo_loss(*args: object, **kwargs: object):
+    """TRL's ``loss_type="dapo"``: the clipped surrogate averaged over every token of the global batch (DAPO).
+    Runs inside :class:`dgro_lib.rl.trainer.DGROTrainer`."""
+    _runs_inside_trl("dapo")
+
+
+@register_loss("dr_grpo", trl=True)
+def dr_grpo_loss(*args: object, **kwargs: object):
+    """TRL's ``loss_type="dr_grpo"``: the clipped surrogate summed over tokens and divided by a constant (Dr.GRPO).
+    Runs inside :class:`dgro_lib.rl.trainer.DGROTrainer`."""
+    _runs_inside_trl("dr_grpo")
+
+
+@register_loss("bnpo", trl=True)
+def bnpo_loss(*args: object, **kwargs: object):
+    """TRL's ``loss_type="bnpo"``: the clipped surrogate averaged over the local batch's tokens (BNPO). Runs inside
+    :class:`dgro_lib.rl.trainer.DGROTrainer`."""
+    _runs_inside_trl("bnpo")
+
+
+for _fn, _lt in ((grpo_loss, "grpo"), (dapo_loss, "dapo"), (dr_grpo_loss, "dr_grpo"), (bnpo_loss, "bnpo")):
+    _fn.trl_loss_type = _lt  # type: ignore[attr-defined]
 
 
 def ppo_clip_per_token(

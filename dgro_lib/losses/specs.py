@@ -3,8 +3,9 @@
 (:class:`BatchStatistics`, DCPO and J1/J3), with the entropy-to-temperature rule both use
 (:func:`dcpo_temperature`).
 
-The trainer reads these through :func:`dgro_lib.losses.registry.loss_extra_rollouts` and
-:func:`dgro_lib.losses.registry.loss_batch_statistics`; nothing here computes a loss.
+The trainer reads these through the loss's registry entry
+(:meth:`dgro_lib.losses.registry.LossEntry.extra_rollouts`, :meth:`~dgro_lib.losses.registry.LossEntry.batch_statistics`);
+nothing here computes a loss.
 """
 
 from __future__ import annotations

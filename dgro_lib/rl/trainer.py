@@ -78,8 +78,7 @@ from trl.trainer.utils import maybe_gather_lm_head_ctx
 
 from dgro_lib.rl.divergence import DivergenceGuard, NonFiniteError
 from dgro_lib.models.logprobs import HiddenStateCapture, chunked_logprobs
-from dgro_lib.losses import (compute_advantages, get_loss, group_stats, loss_batch_statistics, loss_call_kwargs,
-                     loss_extra_rollouts, loss_requires, loss_soft_beta, loss_temperatures, trl_loss_type)
+from dgro_lib.losses import compute_advantages, group_stats, loss_entry
 from dgro_lib.util.files import write_json
 from dgro_lib.rl.rollouts import allocate_extra_rows, merge_rollouts
 
@@ -126,18 +125,19 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
             raise ValueError(f"forward_chunk_rows must be >= 1 or None, got {forward_chunk_rows!r}")
         self.forward_chunk_rows = None if forward_chunk_rows is None else int(forward_chunk_rows)
         self.loss_name = loss_name
-        self.loss_fn = get_loss(loss_name)
-        self.loss_extras = tuple(loss_requires(loss_name))
+        entry = loss_entry(loss_name)  # every question about the loss is asked of its registry entry
+        self.loss_fn = entry.fn
+        self.loss_extras = tuple(entry.requires)
         self.loss_kwargs = dict(loss_kwargs or {})
-        self._loss_call_kwargs = loss_call_kwargs(loss_name, self.loss_kwargs)  # validates: unknown key -> ValueError
-        self.loss_temperatures = loss_temperatures(loss_name, self.loss_kwargs)
-        self.batch_stats_spec = loss_batch_statistics(loss_name, self.loss_kwargs)
-        self.trl_loss = trl_loss_type(loss_name)
+        self._loss_call_kwargs = entry.call_kwargs(self.loss_kwargs)  # validates: unknown key -> ValueError
+        self.loss_temperatures = entry.temperatures(self.loss_kwargs)
+        self.batch_stats_spec = entry.batch_statistics(self.loss_kwargs)
+        self.trl_loss = entry.trl_loss_type
         self.value = value
-        self.soft_beta = loss_soft_beta(loss_name, self.loss_kwargs) if value == "soft" else None
+        self.soft_beta = entry.soft_beta(self.loss_kwargs) if value == "soft" else None
         self.scale = scale
         self.logprob_chunk_size = int(logprob_chunk_size)
-        self.extra_rollouts = loss_extra_rollouts(loss_name, self.loss_kwargs)
+        self.extra_rollouts = entry.extra_rollouts(self.loss_kwargs)
         self._last_rollout: dict | None = None
         self._rank_loss = [0.0, 0]  # running (sum, count) of local losses since the last rank log
         # Policy entropy measured during the updates of a rollout batch: [sum of -log pi of sampled tokens, sum of

@@ -13,6 +13,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from dgro_lib.runs.archive import ARCHIVED, BASE_EVALS, archive_from_env, restor
 from dgro_lib.config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
 from dgro_lib.evaluate import eval_summary, evaluate_under_config, protocol_for_config
-from dgro_lib.runs.inputs import close_eval_model, load_eval_model, load_eval_records, puzzle_key, resolve_model_path
+from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, puzzle_key, resolve_model_path
 from dgro_lib.runs.launch import launch_run
 from dgro_lib.util.manifest import finish_manifest, write_manifest
 from dgro_lib.util.files import atomic_write, write_json
@@ -54,14 +55,14 @@ class ExperimentResult:
     the sweep changes the base model."""
 
 
-def base_eval_key(model_path: str, protocol: dict, records: list[dict]) -> str:
+def base_evaluation_key(model_path: str, protocol: dict, records: list[dict]) -> str:
     """12 hex digits naming a base-model evaluation in the run store: the model, the protocol and the puzzles."""
     payload = {"model": model_path, "protocol": protocol, "puzzles": [list(map(str, puzzle_key(r))) for r in records]}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, *, copy: bool = True
-               ) -> dict[str, Any]:
+def _experiment_base_evaluation(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, *, copy: bool = True
+                                ) -> dict[str, Any]:
     """Evaluate the base model once (every run starts from it): ``store/base/<key>.json`` is reused by every
     experiment that evaluates the same model under the same protocol on the same puzzles; ``out_dir/base_eval.json``
     is this experiment's copy (unless ``copy`` is false: the base of a sweep point that changes the model)."""
@@ -70,7 +71,7 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, 
     records = load_eval_records(cfg)
     protocol = json.loads(json.dumps(protocol_for_config(cfg, len(records))))
     if store is not None:
-        stored = store / "base" / f"{base_eval_key(_model_identity(cfg, model_path), protocol, records)}.json"
+        stored = store / "base" / f"{base_evaluation_key(_model_identity(cfg, model_path), protocol, records)}.json"
         base = _stored_evaluation(model_path, cfg, records, protocol, stored)  # experiments sharing it evaluate once
         if copy:
             write_json(path, base)
@@ -87,11 +88,11 @@ def _base_eval(cfg: ExperimentConfig, out_dir: Path, store: Path | None = None, 
         print(f"{path}: made under other settings {changed}; kept as {kept.name}, evaluating the base model again",
               flush=True)
         os.replace(path, kept)
-    write_json(path, _evaluate_base(cfg, model_path, records, protocol))
+    write_json(path, _evaluate_model(cfg, model_path, records, protocol))
     return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
 
 
-def _evaluate_base(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
+def _evaluate_model(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
     """One evaluation of ``model_path`` under ``cfg.eval`` as it is stored: the summary, and per puzzle ``correct`` (a
     bool when greedy, the fraction of correct samples when sampling), with the protocol and the model path."""
     torch.set_num_threads(cfg.train.threads)
@@ -176,7 +177,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
         n = sum(v.startswith("restored") for v in restored.values())
         if n:
             print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
-    eval_jobs = [_base_eval_target(c, store, overrides, n, data_overrides=data)
+    eval_jobs = [_base_evaluation_job(c, store, overrides, n, data_overrides=data)
                  for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
     if archive is not None:  # the base evaluations the archive holds for these base weights are read, not redone
         n = sum(restore_base_eval(job[0], job[4], archive) for job in eval_jobs)
@@ -192,13 +193,18 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     workers = workers or cfg.workers
     failures = []
     t0, finished = time.time(), 0
+    # One line per run, in the order they finish, goes to out_dir/experiment.log; the notebook shows one progress bar.
+    log = open(out_dir / "experiment.log", "a", encoding="utf-8")
+    bar = tqdm(total=len(jobs), desc=f"{cfg.name}: runs", unit="run", file=sys.stderr)
 
-    def report(job, summary) -> None:  # one progress line per run, in the order they finish
+    def report(job, summary) -> None:
         nonlocal finished
         finished += 1
         acc = f"held-out accuracy {summary['accuracy']:.4f}" if summary else "failed"
-        print(f"[experiment] run {finished}/{len(jobs)} {run_id_for(job[3], job[1])} ({job[2].name}): {acc}, "
-              f"{(time.time() - t0) / 60:.1f} min since start", flush=True)
+        log.write(f"[experiment] run {finished}/{len(jobs)} {run_id_for(job[3], job[1])} ({job[2].name}): {acc}, "
+                  f"{(time.time() - t0) / 60:.1f} min since start\n")
+        log.flush()
+        bar.update(1)
 
     if workers <= 1:
         for job in eval_jobs:
@@ -220,11 +226,15 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
                 if exc is not None:
                     failures.append((job[2].name, exc))
                 report(job, None if exc is not None else fut.result())
+    bar.close()
+    log.close()
+    print(f"[experiment] {cfg.name}: {len(jobs)} run(s), {int(listing['from_archive'].sum())} restored from the run "
+          f"archive, {(time.time() - t0) / 60:.1f} min; one line per run in {out_dir / 'experiment.log'}", flush=True)
     if failures:
         names = ", ".join(n for n, _ in failures)
         raise RuntimeError(f"{len(failures)} job(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
-    base = _base_eval(cfg, out_dir, store)  # computed above: read back from the store
-    bases = {ident: base if c is cfg else _base_eval(c, out_dir, store, copy=False) for ident, c in base_cfgs.items()}
+    base = _experiment_base_evaluation(cfg, out_dir, store)  # computed above: read back from the store
+    bases = {ident: base if c is cfg else _experiment_base_evaluation(c, out_dir, store, copy=False) for ident, c in base_cfgs.items()}
     write_json(out_dir / "bases.json", bases)
     result = collect_results(out_dir, base=base)
     finish_manifest(out_dir / "manifest.json", runs=listing[["run", "key", "from_archive"]].to_dict("records"),
@@ -276,13 +286,13 @@ def _tagged(df: pd.DataFrame, tags: dict[str, Any]) -> pd.DataFrame:
 def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[dict], protocol: dict,
                        path: Path) -> dict:
     """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already
-    (stored as :func:`_evaluate_base` makes it)."""
+    (stored as :func:`_evaluate_model` makes it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
         if not path.exists() and path.parent.name == BASE_EVALS:  # a base evaluation the run archive may hold
             restore_base_eval(model_path, path, archive_from_env(path.parent.parent))
         if not path.exists():
-            write_json(path, _evaluate_base(ecfg, model_path, records, protocol))
+            write_json(path, _evaluate_model(ecfg, model_path, records, protocol))
     return json.loads(path.read_text())
 
 
@@ -304,14 +314,14 @@ def _eval_setup(cfg: ExperimentConfig, eval_overrides: dict[str, Any], n_puzzles
     return ecfg, records, json.loads(json.dumps(protocol_for_config(ecfg, len(records))))
 
 
-def _base_eval_target(cfg: ExperimentConfig, store: Path, eval_overrides: dict[str, Any],
-                      n_puzzles: int | None = None, *, data_overrides: dict[str, Any] | None = None) -> tuple:
+def _base_evaluation_job(cfg: ExperimentConfig, store: Path, eval_overrides: dict[str, Any],
+                         n_puzzles: int | None = None, *, data_overrides: dict[str, Any] | None = None) -> tuple:
     """The arguments of :func:`_stored_evaluation` for ``cfg``'s base model under ``cfg.eval`` with
     ``eval_overrides``: one store key, whoever asks (:func:`run_experiment`'s pool, :func:`evaluate_runs`,
-    :func:`_base_eval`)."""
+    :func:`_experiment_base_evaluation`)."""
     ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
     model_path = resolve_model_path(ecfg)
-    key = base_eval_key(_model_identity(ecfg, model_path), protocol, records)
+    key = base_evaluation_key(_model_identity(ecfg, model_path), protocol, records)
     return model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json"
 
 
@@ -323,7 +333,7 @@ def _run_eval_target(cfg: ExperimentConfig, run_dir: Path, eval_overrides: dict[
     ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
     steps = cfg.train.max_steps
     ckpt = run_dir / "trainer" / f"checkpoint-{steps}"
-    path = run_dir / "evals" / f"{base_eval_key(ckpt.name, protocol, records)}.json"
+    path = run_dir / "evals" / f"{base_evaluation_key(ckpt.name, protocol, records)}.json"
     if path.is_file() and (run_dir / "final_eval.json").exists():  # stored: no weights needed (an archived run)
         return str(ckpt), ecfg, records, protocol, path
     last = latest_checkpoint(run_dir / "trainer")
@@ -349,7 +359,7 @@ def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: s
         out = {"preset": preset, "model": Path(model_path).name}
         for name, overrides in (("greedy", {}), ("sampled", eval_overrides)):
             ecfg, records, protocol = _eval_setup(c, overrides, n_puzzles)
-            key = base_eval_key(_model_identity(ecfg, model_path), protocol, records)
+            key = base_evaluation_key(_model_identity(ecfg, model_path), protocol, records)
             saved = _stored_evaluation(model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json")
             out[f"{name}_accuracy"] = saved["summary"]["accuracy"]
             if name == "sampled":
@@ -379,7 +389,7 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
     for row in listing.itertuples():
         point = json.loads(row.sweep_point)
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
-        base_target = _base_eval_target(concrete, store, eval_overrides, n_puzzles, data_overrides=data_overrides)
+        base_target = _base_evaluation_job(concrete, store, eval_overrides, n_puzzles, data_overrides=data_overrides)
         ident = _model_identity(concrete, base_target[0])
         if ident not in seen_bases:
             seen_bases.add(ident)
@@ -412,7 +422,7 @@ def base_model_tables(cfg: ExperimentConfig, store: str | Path, *, prompts: int,
                 "template": cfg.data.template, "max_new_tokens": cfg.eval.max_new_tokens,
                 "batch_size": cfg.eval.batch_size, "prompts": prompts, "samples": samples,
                 "temperature": temperature}
-    path = Path(store) / BASE_EVALS / f"{base_eval_key(_model_identity(cfg, model_path), protocol, records)}.json"
+    path = Path(store) / BASE_EVALS / f"{base_evaluation_key(_model_identity(cfg, model_path), protocol, records)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         restore_base_eval(model_path, path, archive_from_env(store))

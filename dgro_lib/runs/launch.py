@@ -6,7 +6,7 @@ A notebook must not hold training logic, and multi-GPU training cannot run insid
 ``<run_dir>/config.yaml`` and starts::
 
     accelerate launch --num_processes N [--config_file trl/accelerate_configs/zero2.yaml | --cpu | --multi_gpu] \\
-        -m dgro_lib.runs.train --config <run_dir>/config.yaml --seed S --run-dir <run_dir>
+        -m dgro_lib.runs.process_main --config <run_dir>/config.yaml --seed S --run-dir <run_dir>
 
 with TRL's own DeepSpeed ZeRO-2/ZeRO-3 and FSDP2 accelerate configs (``train.distributed``), and once those
 processes have exited, evaluates the run here (:func:`dgro_lib.runs.training.evaluate_trained_run`): the periodic
@@ -78,7 +78,7 @@ def accelerate_command(cfg: ExperimentConfig, config_path: str | Path, seed: int
         # CUDA the processes initialise gloo (MULTI_CPU)
         cmd += ["--multi_gpu"]
     cmd += ["--mixed_precision", "bf16" if (t.bf16 and not cpu) else "no"]
-    cmd += ["-m", "dgro_lib.runs.train", "--config", str(config_path), "--seed", str(seed), "--run-dir", str(run_dir),
+    cmd += ["-m", "dgro_lib.runs.process_main", "--config", str(config_path), "--seed", str(seed), "--run-dir", str(run_dir),
             "--point", json.dumps(point or {})]
     return cmd
 

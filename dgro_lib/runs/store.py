@@ -29,7 +29,7 @@ import pandas as pd
 
 from dgro_lib.config import ExperimentConfig, config_from_dict, config_to_dict
 from dgro_lib.evaluate import eval_summary, evaluate_under_config
-from dgro_lib.runs.inputs import close_eval_model, load_eval_model, load_eval_records, load_train_records, puzzle_key
+from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, load_train_records, puzzle_key
 from dgro_lib.models.presets import EMBEDDED_PRESETS, config_hash
 from dgro_lib.util.files import atomic_write, write_json
 

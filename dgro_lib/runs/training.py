@@ -22,8 +22,8 @@ from trl import GRPOConfig
 from dgro_lib.config import (ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model,
                      vllm_max_model_length)
 from dgro_lib.evaluate import eval_summary, evaluate_under_config, protocol_for_config
-from dgro_lib.runs.inputs import close_eval_model, load_eval_model, load_eval_records, load_train_records, resolve_model_path
-from dgro_lib.losses import trl_loss_type
+from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, load_train_records, resolve_model_path
+from dgro_lib.losses import loss_entry
 from dgro_lib.util.manifest import finish_manifest, write_manifest
 from dgro_lib.util.files import atomic_write, write_json
 from dgro_lib.models import load_model, load_tokenizer
@@ -75,7 +75,7 @@ def grpo_config(cfg: ExperimentConfig, seed: int, run_dir: str | Path) -> GRPOCo
         # TRL builds its reference model (and scores ref_per_token_logps) only when beta != 0; our own losses
         # ignore TRL's beta, so it is only the switch for those that need the reference (dro, online_dpo) or
         # sample from it. TRL's own losses get their beta from loss.kwargs (the trainer sets it).
-        beta=1.0 if trl_loss_type(cfg.loss.name) is None and uses_reference_model(cfg) else 0.0,
+        beta=1.0 if loss_entry(cfg.loss.name).trl_loss_type is None and uses_reference_model(cfg) else 0.0,
         scale_rewards="none",
         logging_steps=1,
         save_total_limit=1,  # the last checkpoint suffices to resume; older ones only cost disk
@@ -317,7 +317,7 @@ def evaluate_trained_run(cfg: ExperimentConfig, seed: int, run_dir: str | Path, 
     puzzles and removed, one at a time, so a kill loses at most the one in progress; then the last checkpoint on all
     held-out puzzles, as an in-process run does. The weights go to the GPU when there is one (in bf16 when
     ``train.bf16``; :func:`~dgro_lib.config.checks.eval_placement`), or to vLLM's engine with ``eval.engine: vllm``
-    (:func:`~dgro_lib.runs.inputs.load_eval_model`); the tokenizer is the base model's, which training does
+    (:func:`~dgro_lib.runs.data_sources.load_eval_model`); the tokenizer is the base model's, which training does
     not change. Returns the run's summary, as :func:`run_training` does.
     """
     run_dir = Path(run_dir)

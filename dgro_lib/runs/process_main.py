@@ -1,4 +1,4 @@
-"""Entry point of one training run in its own process(es): ``python -m dgro_lib.runs.train --config run/config.yaml``.
+"""Entry point of one training run in its own process(es): ``python -m dgro_lib.runs.process_main --config run/config.yaml``.
 
 :mod:`dgro_lib.runs.launch` starts it under ``accelerate launch`` for multi-process training (each process runs
 :func:`dgro_lib.runs.training.run_training`; the main one writes the files). It reads the run's concrete config
