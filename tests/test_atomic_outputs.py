@@ -167,6 +167,7 @@ ALLOWED = {
     ("rl/divergence.py", "open"): "a debugging dump beside the torch.save'd tensors, written when a run diverges",
     ("rl/divergence.py", "dump"): "the same debugging dump (json.dump onto that file)",
     ("miniature/build.py", "write_text"): "inside a temporary model folder that is renamed into place whole",
+    ("runs/experiment.py", "open"): "experiment.log: one line appended per finished run (an append is not a rewrite)",
 }
 WRITERS = {"to_csv", "savefig", "write_text", "write_bytes", "to_json", "to_parquet", "dump", "open"}
 TEMP_NAMES = {"tmp", "fh"}  # the helper's temp path, and a file opened on it
