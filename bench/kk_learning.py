@@ -2,7 +2,8 @@
 
 The arms are those of a params file (default ``bench/kk_pilot.yaml``: GRPO and DGRO (1, 0.1) from the
 ``mini_guess`` base, and the positive control at a quarter of the learning rate). For each arm, over its seeds
-(mean, with the between-seed s.d.):
+(mean, with the between-seed s.d.; each run's figures are :func:`dgro_lib.analysis.learning.run_learning`'s, the notebooks'
+definitions):
 
 * ``sampled_base`` -> ``sampled_final``: held-out pass@1 at T = 1 (the params' ``eval`` protocol: avg@k on the
   held-out puzzles) of the base model and of each run's last checkpoint, and ``sampled_rise`` in points;
@@ -35,8 +36,6 @@ processes; each is checkpointed and resumes) and archived into ``reference/cpu/r
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 
@@ -48,92 +47,53 @@ REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"sampled_rise": 20.0, "train_rise": 15.0, "minutes": 8.0}
 
 
-def _runs(cfg, store: Path, archive: Path, train: bool) -> tuple[pd.DataFrame, dict]:
-    """One row per run of ``cfg``'s sweep (its arm label, seed, store folder and greedy accuracy; restored from the
-    archive, or trained when ``train``), and the base model's sampled and greedy accuracy in points."""
+def _runs(cfg, store: Path, archive: Path, train: bool):
+    """The runs of ``cfg``'s sweep, restored from the archive (or trained when ``train``), labelled by their arm
+    (``point``: extra.labels, one per sweep entry in order); their greedy second evaluation; the base model's sampled
+    and greedy accuracy in points."""
+    from dgro_lib.analysis.dcpo import sweep_labels
+    from dgro_lib.analysis.probes import label_points
+    from dgro_lib.config import expand_sweep
     from dgro_lib.runs.archive import archive_runs
     from dgro_lib.runs.experiment import evaluate_runs, run_experiment
-    from dgro_lib.runs.store import run_id_for, run_key
-    from dgro_lib.config import expand_sweep
+    from dgro_lib.runs.store import run_key
 
-    jobs = [(point, seed, run_key(concrete, seed)) for point, seed, concrete in expand_sweep(cfg)]
-    missing = [k for _, _, k in jobs if not (store / k / "final_eval.json").is_file()
+    keys = [run_key(concrete, seed) for _, seed, concrete in expand_sweep(cfg)]
+    missing = [k for k in keys if not (store / k / "final_eval.json").is_file()
                and not (archive / k / "final_eval.json").is_file()]
     if missing and not train:
-        sys.exit(f"{len(missing)} of {len(jobs)} runs of {cfg.name} are neither in {store} nor in {archive} "
+        sys.exit(f"{len(missing)} of {len(keys)} runs of {cfg.name} are neither in {store} nor in {archive} "
                  f"(e.g. {missing[0]}); pass --train to train them")
-    out = store.parent / cfg.name
-    result = run_experiment(cfg, out, store=store, archive=archive, evaluations=[(cfg.knobs.greedy_eval.overrides(), None)])
+    greedy_protocol = cfg.knobs.greedy_eval.overrides()
+    result = run_experiment(cfg, store.parent / cfg.name, store=store, archive=archive,
+                            evaluations=[(greedy_protocol, None)])
     if train:  # every run of the plan into the archive (a run archived already is refreshed in place)
-        archive_runs(store, archive, [k for _, _, k in jobs])
-    greedy = evaluate_runs(result, cfg, cfg.knobs.greedy_eval.overrides())  # computed beside the training: read back
-    listing = pd.DataFrame([{**point, "seed": seed, "key": key, "run": run_id_for(point, seed)}
-                            for point, seed, key in jobs])
-    # the arms by their labels (extra.labels, one per sweep entry in order)
-    points = list(dict.fromkeys(json.dumps(p, sort_keys=True) for p, _, _ in jobs))
-    names = dict(zip(points, cfg.knobs.labels, strict=True))
-    listing["arm"] = [names[json.dumps(p, sort_keys=True)] for p, _, _ in jobs]
-    listing = listing.merge(greedy[["run", "accuracy"]].rename(columns={"accuracy": "greedy"}), on="run")
+        archive_runs(store, archive, keys)
+    labelled = label_points(result, list(cfg.sweep), labeler=sweep_labels(cfg, key=next(iter(cfg.sweep))))
+    greedy = evaluate_runs(result, cfg, greedy_protocol)  # computed beside the training: read back
     base = {"sampled_base": 100 * result.base["summary"]["accuracy"],
             "greedy_base": 100 * float(greedy.loc[greedy["run"] == "base", "accuracy"].iloc[0])}
-    return listing, base
+    return labelled, greedy, base
 
 
-def _mean10(metrics: pd.DataFrame, col: str, last: bool) -> float:
-    m = metrics.sort_values("step")
-    return float((m.tail(10) if last else m.head(10))[col].mean())
+def per_run_figures(labelled, greedy: pd.DataFrame, max_steps: int) -> pd.DataFrame:
+    """One row per run (its ``arm`` and ``seed``): :func:`dgro_lib.analysis.learning.run_learning`'s figures under
+    this script's names, and the run's greedy accuracy (``greedy``: the second evaluation, a row per run)."""
+    from dgro_lib.analysis.learning import run_learning
+
+    fig = run_learning(labelled, max_steps=max_steps).merge(
+        greedy[["run", "accuracy"]].rename(columns={"accuracy": "greedy"}), on="run")
+    return pd.DataFrame({"arm": fig["point"], "seed": fig["seed"], "sampled_final": fig["final"],
+                         "speed": fig["speed"], "train_first10": fig["train_accuracy_first"],
+                         "train_last10": fig["train_accuracy_last"], "greedy_final": 100 * fig["greedy"],
+                         "len_first10": fig["length_first"], "len_last10": fig["length_last"],
+                         "ent_first10": fig["entropy_first"], "ent_last10": fig["entropy_last"],
+                         "minutes": fig["minutes"]})
 
 
-def run_figures(run_dir: Path, cfg) -> dict:
-    """One run's figures (see the module docstring), from its store folder."""
-    final = json.loads((run_dir / "final_eval.json").read_text())
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    metrics = pd.read_csv(run_dir / "metrics.csv")
-    curve = pd.read_csv(run_dir / "heldout.csv")
-    during = curve[curve["step"] < cfg.train.max_steps]
-    evals = [json.loads(p.read_text()) for p in sorted((run_dir / "evals").glob("*.json"))]
-    eval_wall = float(final["summary"].get("wall_s", 0.0))  # train_seconds holds the periodic evaluations
-    eval_wall += sum(float(e["summary"].get("wall_s", 0.0)) for e in evals)
-    return {
-        "sampled_final": 100 * final["summary"]["accuracy"],
-        "speed": 100 * float(during["accuracy"].mean()),
-        "train_first10": 100 * _mean10(metrics, "kk_outcome/correct", last=False),
-        "train_last10": 100 * _mean10(metrics, "kk_outcome/correct", last=True),
-        "len_first10": _mean10(metrics, "completions/mean_length", last=False),
-        "len_last10": _mean10(metrics, "completions/mean_length", last=True),
-        "ent_first10": _mean10(metrics, "entropy", last=False),
-        "ent_last10": _mean10(metrics, "entropy", last=True),
-        "minutes": (float(manifest.get("train_seconds", math.nan)) + eval_wall) / 60,
-    }
-
-
-def arm_curves(listing: pd.DataFrame, base: dict, store: Path, cfg) -> pd.DataFrame:
-    """Per run and step: held-out sampled accuracy (points; step 0 is the base model and the last step the final
-    evaluation, on all held-out puzzles; the steps between are the periodic evaluations on the first
-    ``train.eval_subset``), and the rollouts' training accuracy (points), length and entropy, each a 5-step mean."""
-    frames = []
-    for r in listing.itertuples():
-        run = store / r.key
-        h = pd.read_csv(run / "heldout.csv")[["step", "accuracy"]]
-        h = pd.concat([pd.DataFrame({"step": [0], "accuracy": [base["sampled_base"] / 100]}), h])
-        m = pd.read_csv(run / "metrics.csv").sort_values("step")
-        m = pd.DataFrame({"step": m["step"], "train_accuracy": m["kk_outcome/correct"],
-                          "response_length": m["completions/mean_length"], "entropy": m["entropy"]})
-        m.iloc[:, 1:] = m.iloc[:, 1:].rolling(5, min_periods=1, center=True).mean()
-        frame = h.merge(m, on="step", how="outer")
-        frame[["accuracy", "train_accuracy"]] *= 100
-        frames.append(frame.assign(arm=r.arm, seed=r.seed))
-    return pd.concat(frames, ignore_index=True)
-
-
-CURVE_PANELS = {"accuracy": "held-out pass@1, T = 1 (%)", "train_accuracy": "training accuracy (%, 5-step mean)",
-                "response_length": "response length (tokens)", "entropy": "entropy (nats/token)"}
-
-
-def arm_table(listing: pd.DataFrame, base: dict, store: Path, cfg) -> pd.DataFrame:
-    """One row per arm: the means over its seeds, the spreads, the rises and the MDEs against the first arm."""
-    per_run = pd.DataFrame([{"arm": r.arm, "seed": r.seed, "greedy_final": 100 * r.greedy,
-                             **run_figures(store / r.key, cfg)} for r in listing.itertuples()])
+def arm_table(per_run: pd.DataFrame, base: dict) -> pd.DataFrame:
+    """One row per arm of :func:`per_run_figures`' table: the means over its seeds, the spreads, the rises and the
+    MDEs against the first arm."""
     rows = []
     arms = list(dict.fromkeys(per_run["arm"]))
     first = per_run[per_run["arm"] == arms[0]]
@@ -178,8 +138,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
 
     cfg = load_config(args.params)
     store, archive = Path(args.store), REPO / "reference" / "cpu" / "runs"
-    listing, base = _runs(cfg, store, archive, args.train)
-    table = arm_table(listing, base, store, cfg)
+    labelled, greedy, base = _runs(cfg, store, archive, args.train)
+    table = arm_table(per_run_figures(labelled, greedy, cfg.train.max_steps), base)
     pd.set_option("display.width", 250)
     cols = ["arm", "seeds", "sampled_base", "sampled_final", "sampled_rise", "sd_final", "speed", "sd_speed",
             "train_first10", "train_last10", "train_rise", "greedy_base", "greedy_final", "len_first10",
@@ -190,13 +150,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
           f"sampled rise >= {TARGETS['sampled_rise']:g} points, training-accuracy rise >= "
           f"{TARGETS['train_rise']:g} points, <= {TARGETS['minutes']:g} min a run (one core)")
     if args.figure:
-        from dgro_lib.analysis.plots import arm_bands_figure, save_figure
+        from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save_figure
 
-        curves = arm_curves(listing, base, store, cfg)
-        arms = list(dict.fromkeys(listing["arm"]))
-        fig = arm_bands_figure(curves, CURVE_PANELS, hue="arm", order=arms,
-                               dashed=[a for a in arms if a.startswith("control")],
-                               title=f"{cfg.name}: the K&K miniature under RL (mean of the seeds, 95 % band)")
+        curves = learning_curves(labelled, by="point", smooth_window=5)  # the notebooks' curves and figure
+        arms = cfg.knobs.labels
+        fig = learning_bands_figure(curves, hue="point", order=arms, dashed=[a for a in arms if a.startswith("control")],
+                                    title=f"{cfg.name}: the K&K miniature under RL (mean of the seeds, 95 % band)")
         print("figure:", *save_figure(fig, curves, args.figure))
     if args.csv:
         Path(args.csv).parent.mkdir(parents=True, exist_ok=True)

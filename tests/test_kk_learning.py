@@ -1,4 +1,4 @@
-"""bench/kk_learning.py on a made-up run store: every figure against a computation written here from its definition,
+"""bench/kk_learning.py on a made-up experiment: every figure against a computation written here from its definition,
 and the pilot's params (arms named by their labels, the targets it checks)."""
 
 import json
@@ -13,35 +13,48 @@ from bench_scripts import load
 
 
 def _run(folder, rng, *, final, curve, train, minutes_train, max_steps=40):
+    """One finished run's store folder (what the wall time is read from) and its rows of the experiment's frames."""
     (folder / "evals").mkdir(parents=True)
     (folder / "final_eval.json").write_text(json.dumps({"summary": {"accuracy": final, "wall_s": 30.0}}))
     (folder / "evals" / "g.json").write_text(json.dumps({"protocol": {"temperature": 0.0},
                                                          "summary": {"accuracy": 0.5, "wall_s": 12.0}}))
     (folder / "manifest.json").write_text(json.dumps({"train_seconds": 60.0 * minutes_train}))
     steps = list(range(10, max_steps, 10))
-    pd.DataFrame({"step": steps + [max_steps], "accuracy": curve + [final],
-                  "wall_s": [6.0] * len(steps) + [30.0]}).to_csv(folder / "heldout.csv", index=False)
-    pd.DataFrame({"step": range(1, max_steps + 1), "kk_outcome/correct": train,
-                  "completions/mean_length": [rng.uniform(20, 200) for _ in train],
-                  "entropy": [rng.uniform(0, 0.1) for _ in train]}).to_csv(folder / "metrics.csv", index=False)
+    heldout = pd.DataFrame({"step": steps + [max_steps], "accuracy": curve + [final], "subset": 5})
+    metrics = pd.DataFrame({"step": range(1, max_steps + 1), "kk_outcome/correct": train,
+                            "completions/mean_length": [rng.uniform(20, 200) for _ in train],
+                            "entropy": [rng.uniform(0, 0.1) for _ in train],
+                            "completions/clipped_ratio": [0.0 for _ in train]})
+    return heldout, metrics
 
 
 def test_every_figure_matches_its_definition(tmp_path):
     kl = load("kk_learning")
     rng = random.Random(0)
-    cfg = SimpleNamespace(train=SimpleNamespace(max_steps=40))
-    rows, runs = [], {}
+    frames = {"heldout": [], "metrics": [], "finals": [], "listing": [], "greedy": []}
+    runs = {}
     for arm, lift in (("A", 0.3), ("B", 0.1)):
         for seed in range(3):
             key = f"{arm}{seed}"
             final = 0.2 + lift + 0.01 * seed + rng.uniform(-0.02, 0.02)
             curve = [rng.random() for _ in range(3)]
             train = [rng.random() * (0.5 if s < 20 else 1.0) for s in range(40)]
-            _run(tmp_path / key, rng, final=final, curve=curve, train=train, minutes_train=4 + seed)
+            heldout, metrics = _run(tmp_path / "runs" / key, rng, final=final, curve=curve, train=train,
+                                    minutes_train=4 + seed)
             runs[key] = (final, curve, train, 4 + seed)
-            rows.append({"arm": arm, "seed": seed, "key": key, "greedy": 0.4 + lift})
+            tags = {"run": key, "seed": seed, "point": arm}
+            frames["heldout"].append(heldout.assign(**tags))
+            frames["metrics"].append(metrics.assign(**tags))
+            frames["finals"].append({**tags, "accuracy": final, "correct": [1, 0, 1, 0, 1]})
+            frames["listing"].append({"run": key, "path": f"runs/{key}"})
+            frames["greedy"].append({"run": key, "accuracy": 0.4 + lift})
+    pd.DataFrame(frames["listing"]).to_csv(tmp_path / "runs.csv", index=False)
+    labelled = SimpleNamespace(heldout=pd.concat(frames["heldout"]), metrics=pd.concat(frames["metrics"]),
+                               finals=pd.DataFrame(frames["finals"]), out_dir=tmp_path,
+                               base={"correct": [1, 0, 0, 0, 0]})  # 20 % on the periodic evaluations' puzzles
     base = {"sampled_base": 20.0, "greedy_base": 10.0}
-    table = kl.arm_table(pd.DataFrame(rows), base, tmp_path, cfg).set_index("arm")
+    per_run = kl.per_run_figures(labelled, pd.DataFrame(frames["greedy"]), 40)
+    table = kl.arm_table(per_run, base).set_index("arm")
 
     def arm_values(arm, fn):
         return [fn(*runs[f"{arm}{s}"]) for s in range(3)]
@@ -85,20 +98,20 @@ def test_every_figure_matches_its_definition(tmp_path):
 
     # the curves: step 0 is the base, the periodic points and the final are each run's, and the figure's lines are
     # the seed means at every step (the control dashed)
-    from dgro_lib.analysis.plots import arm_bands_figure
+    from dgro_lib.analysis.plots import LEARNING_BAND_PANELS, learning_bands_figure, learning_curves
 
-    curves = kl.arm_curves(pd.DataFrame(rows), base, tmp_path, cfg)
+    curves = learning_curves(labelled, by="point", smooth_window=5)  # what the script draws with --figure
     acc = curves.dropna(subset=["accuracy"])
-    assert set(acc.loc[acc["step"] == 0, "accuracy"]) == {20.0}
-    a0 = acc[(acc["arm"] == "A") & (acc["seed"] == 0)].set_index("step")["accuracy"]
+    assert set(acc.loc[acc["step"] == 0, "accuracy"]) == {0.2}
+    a0 = acc[(acc["point"] == "A") & (acc["seed"] == 0)].set_index("step")["accuracy"]
     final, curve, _, _ = runs["A0"]
-    assert list(a0.loc[[10, 20, 30, 40]]) == pytest.approx([100 * c for c in curve] + [100 * final])
-    fig = arm_bands_figure(curves, kl.CURVE_PANELS, hue="arm", order=["A", "B"], dashed=["B"])
+    assert list(a0.loc[[10, 20, 30, 40]]) == pytest.approx(curve + [final])
+    fig = learning_bands_figure(curves, hue="point", order=["A", "B"], dashed=["B"])
     line_a, line_b = fig.axes[0].get_lines()[:2]
-    means = acc[acc["arm"] == "A"].groupby("step")["accuracy"].mean()
+    means = 100 * acc[acc["point"] == "A"].groupby("step")["accuracy"].mean()  # the figure draws percent
     assert list(line_a.get_ydata()) == pytest.approx(list(means))
     assert line_b.get_linestyle() == "--" and line_a.get_linestyle() == "-"
-    assert len(fig.axes) == len(kl.CURVE_PANELS)
+    assert len(fig.axes) == len(LEARNING_BAND_PANELS)
 
 
 def test_the_pilot_meets_its_targets_read_from_the_run_archive(tmp_path):

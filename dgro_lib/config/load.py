@@ -46,8 +46,8 @@ def _validate(cfg: ExperimentConfig) -> None:
         # where a sweep is labelled, dgro_lib.analysis.dcpo.sweep_labels: a notebook may narrow another's sweep)
         if len(set(labels)) != len(labels):
             raise ConfigError(f"extra.labels: duplicated labels in {labels}")
-        for role in ("control", "control_of", "grpo", "online_dpo"):
-            if getattr(knobs, role, labels[0]) not in labels:
+        for role in ("control", "control_of", "grpo", "online_dpo"):  # the knobs that name an arm
+            if hasattr(knobs, role) and getattr(knobs, role) not in labels:
                 raise ConfigError(f"extra.{role}: {getattr(knobs, role)!r} is not one of extra.labels {labels}")
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")

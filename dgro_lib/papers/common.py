@@ -97,8 +97,8 @@ def gain_rows(scores: dict, base: np.ndarray, *, metric: str, direction: str = "
 
 
 def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: str = "points", scale: float = 100.0,
-                  name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True, source: str = "paper"
-                  ) -> list[dict]:
+                  name: str = "{a} - {b}: {metric} ({unit})", bounded: bool = True, source: str = "paper",
+                  note: str = "") -> list[dict]:
     """Arm-vs-arm contrasts: ``pairs`` of ``(a, b, direction)`` or ``(a, b, direction, margin)`` (``margin`` for a
     claim of no difference, in ``unit``), each ``a - b``.
 
@@ -118,5 +118,5 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
         paired = isinstance(scores, Arms) and scores.seeds[a] == scores.seeds[b]
         est = compare(scores[a], scores[b], scale=scale, paired=paired)
         rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est, metric=metric, unit=unit,
-                          direction=direction, margin=margin, untestable=untestable, source=source))
+                          direction=direction, margin=margin, untestable=untestable, source=source, note=note))
     return rows

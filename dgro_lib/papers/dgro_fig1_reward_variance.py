@@ -55,13 +55,13 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
     order = [*schemes, control]
     sampled = arms(finals, by, seeds=seeds, order=order)
     base = np.asarray(base_correct, dtype=float)
-    paper = {a: sampled[a] for a in schemes}
+    paper = Arms({a: sampled[a] for a in schemes}, {a: sampled.seeds[a] for a in schemes})
     pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
     metric = "sampled pass@1"
     rows = level_rows(sampled, metric=metric)
-    rows += gain_rows(Arms(paper, {a: sampled.seeds[a] for a in schemes}), base, metric=metric)
+    rows += gain_rows(paper, base, metric=metric)
     rows += learning_contrast_rows(learning, pairs, column="speed", metric=SPEED, unit="points", by=by, seeds=seeds)
-    rows += contrast_rows(Arms(paper, {a: sampled.seeds[a] for a in schemes}), pairs, metric=metric)
+    rows += contrast_rows(paper, pairs, metric=metric)
     rows += learning_level_rows(learning, schemes, column="entropy_rise", metric="entropy", unit="nats/token",
                                 name="{arm}: entropy, last 10 steps - first 10 (nats/token)", direction="lower",
                                 by=by, seeds=seeds, note="falls partly by construction on mini_guess (a guess is a "
@@ -80,9 +80,7 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
     # the project's checks: the positive control, and the greedy second evaluation
     rows += learning_contrast_rows(learning, [(reference, control, "higher")], column="speed", metric=SPEED,
                                    unit="points", by=by, seeds=seeds, source="project")
-    rows += contrast_rows(Arms({a: sampled[a] for a in (reference, control)},
-                               {a: sampled.seeds[a] for a in (reference, control)}),
-                          [(reference, control, "higher")], metric=metric, source="project")
+    rows += contrast_rows(sampled, [(reference, control, "higher")], metric=metric, source="project")
     rows += gain_rows({control: sampled[control]}, base, metric=metric, source="project")
     if greedy is not None:
         g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)

@@ -56,14 +56,14 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
         per_grpo = per_grpo[per_grpo["seed"].isin(seeds)]
     cost = cost_margin * float(per_grpo["minutes"].mean())
     rows += learning_contrast_rows(learning, [(d, grpo, "at most", cost) for d in dgro], column="minutes",
-                                   metric="training cost", unit="minutes", by=by, seeds=seeds)
-    rows[-len(dgro):] = [{**r, "note": f"margin {100 * cost_margin:g} % of GRPO's {cost / cost_margin:.2f} min "
-                                       "a run (one core)"} for r in rows[-len(dgro):]]
+                                   metric="training cost", unit="minutes", by=by, seeds=seeds,
+                                   note=f"margin {100 * cost_margin:g} % of GRPO's {cost / cost_margin:.2f} min a run "
+                                        "(one core)")
     length = length_margin * float(per_grpo["length_last"].mean())
     rows += learning_contrast_rows(learning, [(d, grpo, "at most", length) for d in dgro], column="length_rise",
-                                   metric="response length", unit="tokens", by=by, seeds=seeds)
-    rows[-len(dgro):] = [{**r, "note": f"margin {100 * length_margin:g} % of GRPO's final {length / length_margin:.1f}"
-                                       " tokens"} for r in rows[-len(dgro):]]
+                                   metric="response length", unit="tokens", by=by, seeds=seeds,
+                                   note=f"margin {100 * length_margin:g} % of GRPO's final {length / length_margin:.1f}"
+                                        " tokens")
     rows += learning_level_rows(learning, order, column="length_rise", metric="response length", unit="tokens",
                                 name="{arm}: response length, last 10 steps - first 10 (tokens)", by=by,
                                 seeds=seeds, note="rises by construction on mini_guess (reasoning is longer than "

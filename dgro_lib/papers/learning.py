@@ -33,14 +33,14 @@ def learning_arms(per_run: pd.DataFrame, column: str, *, by: str = "point", orde
 
 
 def learning_contrast_rows(per_run: pd.DataFrame, pairs: Sequence[tuple], *, column: str, metric: str, unit: str,
-                           by: str = "point", seeds: Iterable[int] | None = None, source: str = "paper"
-                           ) -> list[dict]:
+                           by: str = "point", seeds: Iterable[int] | None = None, source: str = "paper",
+                           note: str = "") -> list[dict]:
     """Arm-vs-arm contrasts of a per-run ``column`` (already in ``unit``): ``pairs`` of ``(a, b, direction)`` or
     ``(a, b, direction, margin)``, each ``a - b``."""
     names = {a for p in pairs for a in p[:2]}
     arms = learning_arms(per_run, column, by=by, order=[a for a in dict.fromkeys(per_run[by]) if a in names],
                          seeds=seeds)
-    return contrast_rows(arms, pairs, metric=metric, unit=unit, scale=1.0, bounded=False, source=source)
+    return contrast_rows(arms, pairs, metric=metric, unit=unit, scale=1.0, bounded=False, source=source, note=note)
 
 
 def learning_level_rows(per_run: pd.DataFrame, arms: Sequence[str], *, column: str, metric: str, unit: str,

@@ -174,9 +174,6 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     restored = {}
     if archive is not None:
         restored = restore_runs([(c, s, d, base_path[d]) for c, s, d, _, _ in jobs], archive)
-        n = sum(v.startswith("restored") for v in restored.values())
-        if n:
-            print(f"[experiment] {n} of {len(jobs)} runs restored from the run archive {archive}", flush=True)
     eval_jobs = [_base_evaluation_job(c, store, overrides, n, data_overrides=data)
                  for c in base_cfgs.values() for overrides, n, data in [({}, None, {}), *evaluations]]
     if archive is not None:  # the base evaluations the archive holds for these base weights are read, not redone
@@ -229,7 +226,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
     bar.close()
     log.close()
     print(f"[experiment] {cfg.name}: {len(jobs)} run(s), {int(listing['from_archive'].sum())} restored from the run "
-          f"archive, {(time.time() - t0) / 60:.1f} min; one line per run in {out_dir / 'experiment.log'}", flush=True)
+          f"archive{f' {archive}' if archive is not None else ''}, {(time.time() - t0) / 60:.1f} min; one line per run "
+          f"in {out_dir / 'experiment.log'}", flush=True)
     if failures:
         names = ", ".join(n for n, _ in failures)
         raise RuntimeError(f"{len(failures)} job(s) failed: {names}; first error: {failures[0][1]!r}") from failures[0][1]
