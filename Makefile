@@ -8,7 +8,7 @@ RETRAIN ?=
 PRESET ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: venv venv-gpu preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv venv-gpu notebooks site preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -29,6 +29,12 @@ $(STAMP): pyproject.toml requirements/cpu.txt requirements/cpu-deepspeed.txt
 	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
+	$(PY) -m dgro_lib.util.notebooks
+
+# notebooks/<name>.ipynb from notebooks/<name>.py, the one source git keeps (jupytext pairing): the .ipynb copies are
+# git-ignored, so Run All in JupyterLab leaves `git status` clean (dgro_lib/util/notebooks.py).
+notebooks: $(STAMP)
+	$(PY) -m dgro_lib.util.notebooks
 
 # A CUDA node (x86_64 Linux, CPython 3.11, an NVIDIA driver for CUDA 13.0): requirements/cuda.txt, PyPI's CUDA
 # build of torch 2.13.0 and vLLM 0.31.0 at their hashes, then deepspeed built against that torch, then the
@@ -69,15 +75,23 @@ split-half: $(STAMP)
 	@test -n "$(NB)" -a -n "$(SEEDS)" || (echo "usage: make split-half NB=dgro_fig1_reward_variance SEEDS=0,1,2,3" >&2; exit 2)
 	OMP_NUM_THREADS=1 $(PY) -m dgro_lib.cli.split_half $(NB) --seeds $(SEEDS) --profile $(PROFILE)
 
+# The results as a static site in build/site/ (MkDocs + mkdocs-jupyter, from reference/$(PROFILE)/): the README, every
+# claim in one filterable index, one page per executed reference notebook, the docs (dgro_lib/cli/site.py).
+site: $(STAMP)
+	$(PY) -m dgro_lib.cli.site --profile $(PROFILE)
+
 dry-run: $(STAMP)
 	$(PY) -m dgro_lib.cli.reproduce --profile paper --dry-run
 
-test: test-unit test-notebooks
+# Timed: outputs/timings/test.json records its wall minutes (dgro_lib/cli/timed.py; the README quotes a clean
+# clone's record from reference/timings/).
+test: $(STAMP)
+	$(PY) -m dgro_lib.cli.timed test -- $(MAKE) --no-print-directory test-unit test-notebooks
 
 test-unit: $(STAMP)
 	TRL_EXPERIMENTAL_SILENCE=1 OMP_NUM_THREADS=1 $(PY) -m pytest tests -q
 
-test-notebooks: $(STAMP)
+test-notebooks: notebooks
 	rm -rf outputs/ci  # the ci profile's outputs are throwaway; a fresh run exercises training, not the resume cache
 	TRL_EXPERIMENTAL_SILENCE=1 OMP_NUM_THREADS=1 DGRO_PROFILE=ci $(PY) -m pytest --nbval-lax notebooks -q -p no:cacheprovider
 

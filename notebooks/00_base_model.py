@@ -33,7 +33,7 @@ output_dir = None  # default: ../outputs/<profile>/00_base_model
 # %%
 import json
 
-from dgro_lib.analysis.probes import base_model_info, base_model_summary
+from dgro_lib.analysis.probes import base_model_card, base_model_info, base_model_summary
 from dgro_lib.papers.miniature_map import base_model_claims
 from dgro_lib.papers.notebook import open_notebook
 from dgro_lib.report.claims import write_claims
@@ -46,7 +46,9 @@ cfg, out = open_notebook("00_base_model", profile, output_dir)
 out.mkdir(parents=True, exist_ok=True)
 path = resolve_model_path(cfg)
 model, tokenizer = load_model(path)
-print(json.dumps(base_model_info(path, model, tokenizer), indent=1)[:3000])
+info = base_model_info(path, model, tokenizer)
+(out / "base_model_info.json").write_text(json.dumps(info, indent=1))  # the whole build record
+base_model_card(info)
 
 # %% [markdown]
 # ## Greedy accuracy per people count (held-out generated puzzles, disjoint seeds from the warm-up data)

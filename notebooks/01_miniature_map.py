@@ -41,8 +41,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from dgro_lib.analysis.probes import rl_map_table
 from dgro_lib.papers.miniature_map import map_claims
-from dgro_lib.papers.notebook import open_notebook
-from dgro_lib.report.claims import format_claims, write_claims
+from dgro_lib.papers.notebook import open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_base_candidates, evaluate_runs, run_experiment
 from dgro_lib.util.files import atomic_write
 from dgro_lib.analysis.plots import rl_map_figure, save_figure
@@ -66,7 +65,7 @@ bases.round(4)
 # %% [markdown]
 # ## The map
 
-# %%
+# %% tags=["hide-output"]
 result = run_experiment(cfg, out, workers=workers, store=store, evaluations=[(cfg.knobs.sampled_eval.overrides(), None)])
 sampled = evaluate_runs(result, cfg, cfg.knobs.sampled_eval.overrides())  # computed beside the training: read back
 table = rl_map_table(result, sampled, list(cfg.sweep))
@@ -85,5 +84,4 @@ fig
 # so these are estimates, not verdicts; the pooled McNemar z beside them is the items-only view.
 
 # %%
-claims = write_claims(out, map_claims(result, sampled, list(cfg.sweep)))  # compared by `make reproduce`
-print(format_claims(claims))
+claims = show_claims(out, map_claims(result, sampled, list(cfg.sweep)))  # claims.csv: compared by `make reproduce`

@@ -47,7 +47,7 @@ cfg, out = open_notebook("dcpo_fig1_grid", profile, output_dir)
 h0 = cfg.loss.kwargs["entropy_base"]
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.knobs.labels}; {cfg.train.max_steps} steps; H0 = {h0}")
 
-# %%
+# %% tags=["hide-output"]
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))

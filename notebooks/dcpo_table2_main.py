@@ -62,7 +62,7 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(cfg.knobs.labels)} meth
       f"{t.num_generations}), lr {t.learning_rate}; H0 = {h0}; sampled evaluation T = {ev.temperature}, "
       f"{ev.n_samples} samples on {cfg.knobs.sampled_eval_puzzles} problems")
 
-# %%
+# %% tags=["hide-output"]
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))

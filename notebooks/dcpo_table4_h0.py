@@ -66,7 +66,7 @@ print(f"base H = {cal['H_nll']:.5f} nats/token (full-vocabulary entropy {cal['H_
       f"tokens of {cal['completions']} samples -> H0 = {calibrated}; the params use {default}: "
       + ("the same" if calibrated == default else "DIFFERENT (recalibrate the params files)"))
 
-# %%
+# %% tags=["hide-output"]
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))

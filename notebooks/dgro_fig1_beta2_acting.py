@@ -53,7 +53,7 @@ print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) 
       f"{t.prompts_per_step} x {t.num_generations}; {t.max_steps} optimizer steps; loss={cfg.loss.name} "
       f"{cfg.loss.kwargs}")
 
-# %%
+# %% tags=["hide-output"]
 sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store

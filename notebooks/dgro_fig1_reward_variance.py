@@ -64,7 +64,7 @@ print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta
       f"{t.num_iterations} update(s) per rollout batch; loss={cfg.loss.name} {cfg.loss.kwargs}; "
       f"G={t.num_generations}, {t.prompts_per_step} prompts/step, {t.max_steps} steps at T = {t.temperature}")
 
-# %%
+# %% tags=["hide-output"]
 greedy_protocol = k.greedy_eval.overrides()  # the second evaluation, computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs",  # the profile's shared run store
                         evaluations=[(greedy_protocol, None)])

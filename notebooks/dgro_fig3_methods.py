@@ -56,7 +56,7 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(k.labels)} methods: {',
       f"{t.max_steps} steps of {t.prompts_per_step} x {t.num_generations} at T = {t.temperature}, Adam lr "
       f"{t.learning_rate}")
 
-# %%
+# %% tags=["hide-output"]
 greedy_protocol = k.greedy_eval.overrides()  # the second evaluation, computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[(greedy_protocol, None)])
 labelled = label_points(result, list(cfg.sweep), labeler=sweep_labels(cfg, key=next(iter(cfg.sweep))))

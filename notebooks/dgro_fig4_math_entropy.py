@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.papers.dgro_fig4_math_entropy import claims
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
+from dgro_lib.papers.notebook import show_claims
 from dgro_lib.config import apply_overrides, find_params, load_config
 from dgro_lib.runs.experiment import run_experiment
 from dgro_lib.analysis.math import entropy_trend
@@ -52,7 +52,7 @@ print(f"profile={profile}  math: {cfg.model.embedded_preset if cfg.model.path ==
       f"{cfg.train.max_steps} steps x {len(cfg.seeds)} seeds; K&K: {cfg.knobs.kk_params} {cfg.knobs.kk_sweep}, "
       f"{kk_cfg.train.max_steps} steps x {len(kk_cfg.seeds)} seeds")
 
-# %%
+# %% tags=["hide-output"]
 math_result = run_experiment(cfg, out / "math", workers=workers, store=out.parent / "runs")
 kk_result = run_experiment(kk_cfg, out / "kk", workers=workers, store=out.parent / "runs")
 steps = pd.concat([math_result.metrics.assign(task="math"), kk_result.metrics.assign(task="K&K")],
@@ -83,6 +83,4 @@ fig
 # %%
 trend = entropy_trend(steps, by="task")
 trend.to_csv(out / "fig4_entropy_trend.csv", index=False)
-table = write_claims(out, claims(trend))
-print(format_claims(table))
-claims_view(table)
+table = show_claims(out, claims(trend))

@@ -53,7 +53,7 @@ by_size = [({}, None, {"eval_people": [k], "n_eval": per_size}) for k in sizes] 
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.sweep}; trained on {cfg.data.train_people} people; "
       f"evaluated on {sizes} people, {per_size} puzzles each")
 
-# %%
+# %% tags=["hide-output"]
 # the runs are Fig. 1's (trained here only if no notebook has trained them yet); each worker evaluates its run on
 # every size, and the base model's evaluations are jobs of the same pool
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=by_size)

@@ -60,7 +60,7 @@ print(f"profile={profile}  base {cfg.model.path if cfg.model.path != 'embedded' 
       f"({t.updates_per_rollout} per rollout batch of {t.prompts_per_step} x {t.num_generations}), Adam lr "
       f"{t.learning_rate}; loss {cfg.loss.name} {cfg.loss.kwargs}")
 
-# %%
+# %% tags=["hide-output"]
 sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store

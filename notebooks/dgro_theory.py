@@ -47,7 +47,7 @@ import pandas as pd
 
 from dgro_lib.analysis import theory
 from dgro_lib.papers.dgro_theory import claims
-from dgro_lib.papers.notebook import open_notebook
+from dgro_lib.papers.notebook import open_notebook, statement_table
 from dgro_lib.report.claims import write_claims
 from dgro_lib.config import config_to_dict
 from dgro_lib.util.manifest import finish_manifest, write_manifest
@@ -145,6 +145,4 @@ verdicts = theory.verdicts(violations=violations, sweep=sweep, lemma31=lemma31, 
                            thm34=cases, bandit=bandit)
 table = write_claims(out, claims(verdicts, violations, sweep, cases))  # one claims file: statements and numbers
 finish_manifest(out / "manifest.json")
-for row in verdicts.itertuples():
-    print(f"[{row.verdict.upper()}] {row.statement}\n    {row.evidence}"
-          + (f"\n    counterexample: {row.counterexample}" if row.counterexample else ""))
+statement_table(verdicts)

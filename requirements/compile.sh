@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 UV=${UV:-uv}
 common=(--generate-hashes --python-version 3.11.7 --python-platform x86_64-manylinux_2_28 --no-header
-        --extra notebooks --extra math --extra dev --extra distributed ${UPGRADE:+--upgrade})
+        --extra notebooks --extra site --extra math --extra dev --extra distributed ${UPGRADE:+--upgrade})
 # torch 2.13.0+cpu: the PyTorch CPU index (a machine with the wheel on disk may name its folder in TORCH_CPU_FIND_LINKS)
 if [[ -n "${TORCH_CPU_FIND_LINKS:-}" ]]; then cpu_src=(--find-links "$TORCH_CPU_FIND_LINKS" --no-emit-find-links)
 else cpu_src=(--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match --no-emit-index-url); fi

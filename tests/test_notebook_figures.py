@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dgro_lib.util.notebooks import read_notebook
 from dgro_lib.util.paths import REPO
 
 REFERENCE = REPO / "reference" / "cpu"
@@ -22,7 +23,7 @@ def test_a_notebook_run_under_papermill_shows_every_figure_it_saves(tmp_path, mo
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "outputs" / "ci" / "dgro_fig1_reward_variance"
     executed = tmp_path / "executed.ipynb"
-    papermill.execute_notebook(str(REPO / "notebooks" / "dgro_fig1_reward_variance.ipynb"), str(executed),
+    papermill.execute_notebook(read_notebook("dgro_fig1_reward_variance"), str(executed),
                                parameters={"profile": "ci", "output_dir": str(out), "workers": 1},
                                cwd=str(REPO / "notebooks"), progress_bar=False, kernel_name="python3")
     saved = sorted(out.glob("*.png"))

@@ -42,12 +42,17 @@ def test_splice_replaces_only_between_the_markers(tmp_path):
 
 
 def _bump_last_digit(text: str, name: str) -> str:
-    """``text`` with the last digit inside block ``name`` changed (one of its table's numbers)."""
+    """``text`` with the last digit inside block ``name`` changed (one of its table's numbers); a block without a
+    digit gains a character."""
     begin, end = results.markers(name)
     head, rest = text.split(begin, 1)
     inner, tail = rest.split(end, 1)
-    i = max(m.start() for m in re.finditer(r"\d", inner))
-    inner = inner[:i] + str((int(inner[i]) + 1) % 10) + inner[i + 1:]
+    digits = [m.start() for m in re.finditer(r"\d", inner)]
+    if digits:
+        i = max(digits)
+        inner = inner[:i] + str((int(inner[i]) + 1) % 10) + inner[i + 1:]
+    else:
+        inner = inner.rstrip("\n") + "x\n"
     return f"{head}{begin}{inner}{end}{tail}"
 
 
@@ -104,7 +109,7 @@ def test_a_notebook_block_shows_estimates_levels_and_one_seed_points():
     rl_map = results.notebook_block(REFERENCE, "01_miniature_map")
     assert "(1 seed)" in rl_map and "(exact)" not in rl_map
     theory = results.notebook_block(REFERENCE, "dgro_theory")
-    assert "**contradicted** | 0 (exact)" in theory
+    assert "| 0 (exact) | — | — | — | **contradicted** |" in theory
     with pytest.raises(FileNotFoundError, match="no_such_notebook"):
         results.notebook_block(REFERENCE, "no_such_notebook")
 

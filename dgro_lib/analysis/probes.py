@@ -28,7 +28,7 @@ from dgro_lib.rewards import get_scheme, kk_outcome
 from dgro_lib.models.sampling import sample
 
 __all__ = ["completion_logps", "adam_scale_check",
-           "base_model_info", "base_model_summary"]
+           "base_model_card", "base_model_info", "base_model_summary"]
 
 
 def completion_logps(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int):
@@ -162,6 +162,22 @@ def base_model_info(path: str | Path, model, tokenizer) -> dict[str, Any]:
     if record.exists():
         info.update({k: v for k, v in json.loads(record.read_text()).items() if k != "versions"})
     return info
+
+
+def base_model_card(info: dict[str, Any]) -> pd.DataFrame:
+    """The few facts of :func:`base_model_info` a reader looks for first, as a two-column table (field, value):
+    parameters, vocabulary, architecture and size, the config hash and the warm-up's steps, tokens, wall time and
+    final loss (an embedded model's; a hub checkpoint has only the first two). The whole record is a JSON file."""
+    cfg, stats = info.get("cfg", {}), info.get("stats", {})
+    rows = {"model": Path(info["path"]).name, "parameters": f"{info['parameters']:,}", "vocabulary": info["vocabulary"]}
+    if cfg:
+        rows["architecture"] = (f"{cfg.get('arch')}: {cfg.get('layers')} layers, hidden {cfg.get('hidden')}, "
+                                f"{cfg.get('heads')} heads")
+        rows["config hash"] = info.get("config_hash")
+    if stats:
+        rows["warm-up"] = (f"{stats.get('steps')} steps, {stats.get('tokens', 0):,} tokens, "
+                           f"{stats.get('wall_s', 0) / 60:.1f} min, final loss {stats.get('loss', float('nan')):.4f}")
+    return pd.DataFrame({"field": list(rows), "value": [str(v) for v in rows.values()]})
 
 
 def base_model_summary(greedy: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Batch-reproduce the notebooks headless with papermill: ``python -m dgro_lib.cli.reproduce --profile cpu``.
 
-Each notebook ``notebooks/<name>.ipynb`` runs with the papermill parameters ``profile`` and ``output_dir``
+Each notebook, read from its source ``notebooks/<name>.py`` (:mod:`dgro_lib.util.notebooks`), runs with the papermill parameters ``profile`` and ``output_dir``
 into ``outputs/<profile>/<name>/``, where it leaves the executed notebook, its CSVs, its figures (PNG
 beside the CSV they were drawn from), a manifest and ``claims.csv`` (its headline numbers). Before it starts it prints
 the plan (runs, steps left, estimated minutes: :mod:`dgro_lib.cli.estimate`); after each notebook it prints its claims
@@ -36,7 +36,9 @@ from dgro_lib.runs.archive import ARCHIVE_ENV, archive_runs
 from dgro_lib.report.claims import REFERENCE, compare_claims, format_comparison, reproduction_status, save_reference
 from dgro_lib.cli.dryrun import dry_run
 from dgro_lib.cli.estimate import format_plan, plan_profile
+from dgro_lib.cli.timed import record
 from dgro_lib.util.files import atomic_path
+from dgro_lib.util.notebooks import notebook_names, read_notebook
 from dgro_lib.util.paths import NOTEBOOKS, OUTPUTS, PARAMS
 from dgro_lib.cli.preflight import check_here, needs_gpu, profile_configs
 
@@ -45,7 +47,7 @@ __all__ = ["list_notebooks", "run_notebook", "main"]
 
 def list_notebooks() -> list[str]:
     """Notebook names in run order (``00_*`` first: later notebooks reuse the base model it builds)."""
-    return sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+    return notebook_names()
 
 
 def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True) -> Path:
@@ -56,9 +58,7 @@ def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progre
     (the cells up to the error, for debugging) and an earlier successful ``<name>.ipynb`` is left as it was."""
     import papermill as pm  # an optional dependency (the notebooks extra), needed only to run notebooks
 
-    src = NOTEBOOKS / f"{name}.ipynb"
-    if not src.is_file():
-        raise FileNotFoundError(f"no notebook {src} (available: {', '.join(list_notebooks())})")
+    src = read_notebook(name)  # from the .py source: a local .ipynb's outputs or edits play no part
     out_dir = output_root / profile / name
     out_dir.mkdir(parents=True, exist_ok=True)
     executed = out_dir / f"{name}.ipynb"
@@ -66,7 +66,7 @@ def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progre
     with atomic_path(executed, suffix=".tmp.ipynb") as tmp:  # papermill warns on a path not ending in .ipynb
         try:
             pm.execute_notebook(
-                str(src),
+                src,
                 str(tmp),
                 parameters={"profile": profile, "output_dir": str(out_dir)},
                 cwd=str(NOTEBOOKS),
@@ -187,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[reproduce] profile {args.profile}: {len(timings)} notebook(s) in {total / 60:.1f} min", flush=True)
     if args.save_reference:
         return 0
+    compared = [compare_claims(OUTPUTS / args.profile / n, REFERENCE / args.profile / n) for n in outcome
+                if outcome[n][0] != "ran"]
+    if len(timings) == len(list_notebooks()) and compared:  # a whole profile's run: its cost, for the README
+        every = pd.concat(compared)
+        record(f"reproduce-{args.profile}", total, notebooks=len(timings), claims=len(every),
+               identical=int((every["status"] == "identical").sum()), retrain=bool(args.retrain))
     for n, (status, detail) in outcome.items():
         print(f"[reproduce] {n:32s} {status:12s} ({detail})", flush=True)
     differs = [n for n, (status, _) in outcome.items() if status == "differs"]

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dgro_lib.cli.timed import costs_block
 from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import REPO
-from dgro_lib.report.claims import is_paired, read_claims
+from dgro_lib.report.claims import DISPLAY, claim_cells, is_paired, read_claims
 from dgro_lib.report.inference import seeds_for_mde
 
 __all__ = ["claims_table", "notebook_block", "headline", "blocks", "splice", "update", "main", "markers", "BEGIN",
@@ -45,18 +46,9 @@ ORDER = ["dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta"
 # the sections of docs/results.md: the base model and the RL map first (their claims are estimates only)
 NOTEBOOKS = ["00_base_model", "01_miniature_map", *ORDER]
 VERDICTS = ["reproduced", "contradicted", "inconclusive", "not testable at this scale"]
-# a level of accuracy (a fraction) is shown in percent; every other unit as it is
-_SCALE = {"accuracy": 100.0}
 # the effect, in points, that an arm-vs-arm comparison should be able to detect: the papers' differences between
 # arms are a few points, so a comparison that cannot see 3 is no test of them
 MDE_TARGET = 3.0
-
-
-def _fmt(x: float, unit: str) -> str:
-    if unit == "accuracy":  # a level: unsigned, in percent
-        return f"{_SCALE[unit] * x:.2f}"
-    digits = 4 if unit == "nats/token" else 2
-    return f"{x:+.{digits}f}"
 
 
 def _claims(reference: Path, name: str) -> pd.DataFrame | None:
@@ -73,31 +65,6 @@ def claims_table(reference: Path) -> pd.DataFrame:
     file under ``reference``, in order."""
     frames = [t[t["verdict"] != "estimate"] for t in (_claims(reference, n) for n in ORDER) if t is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def _cells(r) -> list[str]:
-    """One claim as table cells: claim (a project's check marked so), the paper's direction, verdict, effect [95 % CI] with its unit, seeds, MDE,
-    Holm-adjusted p."""
-    unit = r.unit if isinstance(r.unit, str) else ""
-    shown = "%" if unit == "accuracy" else unit
-    if not math.isfinite(float(r.seeds_a)):  # an exact check or constant: no runs, no interval
-        effect, seeds, mde, p = f"{r.value:.6g} (exact)", "—", "—", "—"
-    else:
-        seeds = ("1 model" if str(r.note).startswith("one fixed model") else  # a level of the base: items only
-                 f"{r.seeds_a:.0f} paired" if is_paired(r.paired) else  # seed s of A against seed s of B
-                 f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else ""))
-        if r.verdict == "not testable at this scale":
-            effect, mde, p = f"{_fmt(r.value, unit)} {shown} (both at the floor or ceiling)", "—", "—"
-        else:
-            effect = (f"{_fmt(r.value, unit)} [{_fmt(r.ci_low, unit)}, {_fmt(r.ci_high, unit)}] {shown}"
-                      if math.isfinite(float(r.ci_low)) else f"{_fmt(r.value, unit)} {shown} (1 seed)")
-            mde = (f"{_SCALE.get(unit, 1.0) * r.mde:.{4 if unit == 'nats/token' else 1}f}"
-                   if math.isfinite(float(r.mde)) and r.verdict != "estimate" else "—")  # an estimate tests nothing
-            p = f"{r.p_holm:.2g}" if math.isfinite(float(r.p_holm)) else "—"
-    direction = {"higher": "> 0", "lower": "< 0", "equal": f"≈ 0 (±{r.margin:.3g})",
-                 "at most": f"≤ {r.margin:.3g}"}.get(r.direction, "")
-    claim = str(r.claim).replace("|", "\\|") + (" *(project check)*" if r.source == "project" else "")
-    return [claim, direction, f"**{r.verdict}**", effect, seeds, mde, p]
 
 
 def _row(cells: list[str]) -> str:
@@ -190,15 +157,15 @@ def notebook_block(reference: Path, name: str) -> str:
     tally = ", ".join(f"{v} {int(counts[v])}" for v in [*VERDICTS, "estimate"] if v in counts)
     source = f"reference/{reference.name}/{name}/claims.csv"
     lines = [f"Generated from [`{source}`](../{source}): {len(table)} claims ({tally}).", "",
-             "| claim | paper | verdict | effect [95 % CI] | seeds | MDE | p (Holm) |", "|---|---|---|---|---|---|---|"]
-    return "\n".join(lines + [_row(_cells(r)) for r in table.itertuples()])
+             _row(DISPLAY), "|" + "---|" * len(DISPLAY)]
+    return "\n".join(lines + [_row(claim_cells(r, markdown=True)) for r in table.itertuples()])
 
 
 def blocks(reference: Path, readme: Path = README, results: Path = RESULTS) -> dict[Path, dict[str, str]]:
     """Every generated block, by file and block name: the README's ``headline``; ``docs/results.md``'s ``summary`` and
     one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
     per_notebook = {n: notebook_block(reference, n) for n in NOTEBOOKS if (reference / n / "claims.csv").is_file()}
-    return {readme: {"headline": headline(reference)},
+    return {readme: {"headline": headline(reference), "costs": costs_block()},
             results: {"summary": "\n".join(_overview(claims_table(reference))), **per_notebook}}
 
 

@@ -1,7 +1,7 @@
 """The notebooks' façade: the three things every paper notebook does around its own computation, one call each.
 
 * :func:`open_notebook` — the params file of a notebook and profile, loaded and checked, and its output folder;
-* :func:`show_claims` — the claims judged and written to ``claims.csv``, their verdicts printed, the table shown;
+* :func:`show_claims` — the claims judged and written to ``claims.csv``, and the verdict table shown;
 * :func:`draw_verdicts` — the verdict figure drawn and saved as PNG beside the CSV it was drawn from.
 
 A notebook's own cells then hold only what differs between notebooks: its sweep, its tables and its claims
@@ -18,9 +18,9 @@ import pandas as pd
 from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.config import find_params, load_config
 from dgro_lib.config.schema import ExperimentConfig
-from dgro_lib.report.claims import claims_view, format_claims, write_claims
+from dgro_lib.report.claims import claims_display, write_claims
 
-__all__ = ["open_notebook", "show_claims", "draw_verdicts"]
+__all__ = ["open_notebook", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
 
 
 def open_notebook(name: str, profile: str, output_dir: str | Path | None = None) -> tuple[ExperimentConfig, Path]:
@@ -32,13 +32,40 @@ def open_notebook(name: str, profile: str, output_dir: str | Path | None = None)
 
 
 def show_claims(out: str | Path, rows: Sequence[dict]) -> pd.DataFrame:
-    """Judge ``rows`` (a notebook's claims, from ``papers/<notebook>.claims``), write ``out/claims.csv``, print one
-    verdict line per claim and show the table's columns a reader needs; returns the whole table (for
+    """Judge ``rows`` (a notebook's claims, from ``papers/<notebook>.claims``), write ``out/claims.csv`` and show
+    the verdict table a reader needs (:func:`~dgro_lib.report.claims.claims_display`: claim, paper direction,
+    estimate [95 % CI], seeds, MDE, Holm p, verdict; the file keeps every column); returns the whole table (for
     :func:`draw_verdicts`)."""
     table = write_claims(out, rows)
-    print(format_claims(table, verdicts_only=True))
-    _display(claims_view(table))
+    _display(verdict_table(table))
     return table
+
+
+# the verdict cell's colour: a reader finds the contradicted rows at a glance
+_VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#eeeeee",
+                    "not testable at this scale": "#fff3cd"}
+
+
+def verdict_table(table: pd.DataFrame):
+    """The claims ``table`` as a styled table for a notebook: every column of
+    :func:`~dgro_lib.report.claims.claims_display`, no index, claims left-aligned and never cut, the verdict
+    coloured. Its plain-text form (outside Jupyter) is the same table."""
+    shown = claims_display(table)
+    return _styled(shown, text=["claim"])
+
+
+def statement_table(verdicts: pd.DataFrame) -> None:
+    """Show the theory notebook's statements (``dgro_lib.analysis.theory.verdicts``: statement, verdict, evidence,
+    counterexample) as one styled table, the verdict coloured."""
+    _display(_styled(verdicts[["statement", "verdict", "evidence", "counterexample"]],
+                     text=["statement", "evidence", "counterexample"]))
+
+
+def _styled(frame: pd.DataFrame, *, text: Sequence[str]):
+    colours = {**_VERDICT_COLOURS, "holds": _VERDICT_COLOURS["reproduced"], "fails": _VERDICT_COLOURS["contradicted"]}
+    return (frame.style.hide(axis="index")
+            .map(lambda v: f"background-color: {colours.get(v, 'transparent')}", subset=["verdict"])
+            .set_properties(subset=list(text), **{"text-align": "left", "white-space": "normal"}))
 
 
 def draw_verdicts(stem: str | Path, finals: pd.DataFrame, table: pd.DataFrame, **kwargs):
@@ -51,8 +78,11 @@ def draw_verdicts(stem: str | Path, finals: pd.DataFrame, table: pd.DataFrame, *
 
 def _display(obj) -> None:
     try:
+        from IPython import get_ipython
         from IPython.display import display
-    except ImportError:  # outside Jupyter: the plain text form
-        print(obj)
+    except ImportError:
+        get_ipython = lambda: None  # noqa: E731
+    if get_ipython() is None:  # outside Jupyter (a plain script): the plain text form
+        print(obj.data.to_string(index=False) if hasattr(obj, "data") else obj)
     else:
         display(obj)

@@ -35,7 +35,7 @@ from dgro_lib.report.inference import ALPHA, Estimate
 from dgro_lib.report.verdict import BOUNDED, DIRECTIONS, claim_p, exact_verdict, judge_family
 
 __all__ = ["REFERENCE", "COLUMNS", "SOURCES", "claim", "exact", "is_paired", "write_claims", "judge_claims", "read_claims",
-           "format_claims", "claims_view", "runs_of", "compare_claims", "compare_tables", "format_comparison",
+           "format_claims", "claims_display", "claim_cells", "DISPLAY", "runs_of", "compare_claims", "compare_tables", "format_comparison",
            "reproduction_status", "save_reference", "split_half"]
 
 REFERENCE = REPO / "reference"
@@ -157,13 +157,54 @@ def is_paired(value) -> bool:
     return str(value).strip().lower() in ("true", "1", "1.0")
 
 
-VIEW = ["claim", "direction", "verdict", "value", "ci_low", "ci_high", "seeds_a", "seeds_b", "paired", "mde", "p_holm",
-        "mcnemar_z", "note"]
+# A level of accuracy (a fraction) is shown in percent; every other unit as it is.
+_SCALE = {"accuracy": 100.0}
+# The columns a reader needs, in the order a notebook and the results site show them.
+DISPLAY = ["claim", "paper direction", "estimate [95 % CI]", "seeds", "MDE", "Holm p", "verdict"]
 
 
-def claims_view(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    """The columns of a claims table a notebook shows (:data:`VIEW`), rounded; the file keeps them all."""
-    return table[VIEW].round(digits)
+def _fmt(x: float, unit: str) -> str:
+    if unit == "accuracy":  # a level: unsigned, in percent
+        return f"{_SCALE[unit] * x:.2f}"
+    digits = 4 if unit == "nats/token" else 2
+    return f"{x:+.{digits}f}"
+
+
+def claim_cells(r, *, markdown: bool = False) -> list[str]:
+    """One claims row (a namedtuple from ``table.itertuples()``) as the :data:`DISPLAY` cells: the claim (a project's
+    check marked so), the paper's direction, the estimate [95 % CI] with its unit, seeds, MDE, the Holm-adjusted p and
+    the verdict. ``markdown``: pipes escaped and the verdict in bold, for a Markdown table."""
+    unit = r.unit if isinstance(r.unit, str) else ""
+    shown = "%" if unit == "accuracy" else unit
+    if not math.isfinite(float(r.seeds_a)):  # an exact check or constant: no runs, no interval
+        effect, seeds, mde, p = f"{r.value:.6g} (exact)", "—", "—", "—"
+    else:
+        seeds = ("1 model" if str(r.note).startswith("one fixed model") else  # a level of the base: items only
+                 f"{r.seeds_a:.0f} paired" if is_paired(r.paired) else  # seed s of A against seed s of B
+                 f"{r.seeds_a:.0f}" + (f" vs {r.seeds_b:.0f}" if r.seeds_b > 0 else ""))
+        if r.verdict == "not testable at this scale":
+            effect, mde, p = f"{_fmt(r.value, unit)} {shown} (both at the floor or ceiling)", "—", "—"
+        else:
+            effect = (f"{_fmt(r.value, unit)} [{_fmt(r.ci_low, unit)}, {_fmt(r.ci_high, unit)}] {shown}"
+                      if math.isfinite(float(r.ci_low)) else f"{_fmt(r.value, unit)} {shown} (1 seed)")
+            mde = (f"{_SCALE.get(unit, 1.0) * r.mde:.{4 if unit == 'nats/token' else 1}f}"
+                   if math.isfinite(float(r.mde)) and r.verdict != "estimate" else "—")  # an estimate tests nothing
+            p = f"{r.p_holm:.2g}" if math.isfinite(float(r.p_holm)) else "—"
+    direction = {"higher": "> 0", "lower": "< 0", "equal": f"≈ 0 (±{r.margin:.3g})",
+                 "at most": f"≤ {r.margin:.3g}"}.get(r.direction, "")
+    if markdown:
+        claim = str(r.claim).replace("|", "\\|") + (" *(project check)*" if r.source == "project" else "")
+        return [claim, direction, effect, seeds, mde, p, f"**{r.verdict}**"]
+    claim = str(r.claim) + (" (project check)" if r.source == "project" else "")
+    return [claim, direction, effect, seeds, mde, p, str(r.verdict)]
+
+
+def claims_display(table: pd.DataFrame) -> pd.DataFrame:
+    """A claims table as a reader sees it (:data:`DISPLAY`, one row per claim, estimates included): the judged claims
+    first, in the file's order, then the plain estimates; the file keeps every column."""
+    judged = table["verdict"] != "estimate"
+    ordered = pd.concat([table[judged], table[~judged]])
+    return pd.DataFrame([claim_cells(r) for r in ordered.itertuples()], columns=DISPLAY)
 
 
 def runs_of(frame: pd.DataFrame, by: str, point, *, column: str = "correct", seeds: Iterable[int] | None = None
