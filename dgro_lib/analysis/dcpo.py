@@ -334,7 +334,7 @@ class MethodSweep:
 
 def method_sweep(cfg, result, sampled: pd.DataFrame) -> MethodSweep:
     """Label a trained sweep: ``result`` of :func:`dgro_lib.runs.experiment.run_experiment` on ``cfg`` (greedy final
-    evaluations) and ``sampled`` of :func:`dgro_lib.runs.experiment.evaluate_runs` under ``cfg.extra["sampled_eval"]``
+    evaluations) and ``sampled`` of :func:`dgro_lib.runs.experiment.evaluate_runs` under ``cfg.knobs.sampled_eval``
     (base rows included). The notebooks run both (this module does not import the sweep runner)."""
     from dgro_lib.analysis.probes import label_points
     from dgro_lib.runs.data_sources import load_eval_records
@@ -344,7 +344,7 @@ def method_sweep(cfg, result, sampled: pd.DataFrame) -> MethodSweep:
     point = pd.Series("base model", index=sampled.index, dtype=object)
     point[~is_base] = labeler(sampled[~is_base])
     return MethodSweep(cfg, result, label_points(result, list(cfg.sweep), labeler=labeler),
-                       sampled.assign(point=point), list(cfg.extra["labels"]),
+                       sampled.assign(point=point), list(cfg.knobs.labels),
                        [r["source"] for r in load_eval_records(cfg)])
 
 

@@ -19,7 +19,7 @@ def claims(sweep, *, method: str = "DCPO", contest: Sequence[str] = (), k: int |
     pairs = [(method, p, "higher") for p in sweep.labels if p != method]
     rows = accuracy_rows(greedy, sampled, pairs)
     if contest and k:
-        n = int(sweep.cfg.extra["sampled_eval"]["n_samples"])
+        n = int(sweep.cfg.knobs.sampled_eval.n_samples)
         runs = sweep.sampled[sweep.sampled["run"] != "base"]
         idx = [i for i, s in enumerate(sweep.sources[:len(runs["correct"].iloc[0])]) if s.split("/", 1)[-1] in contest]
         if not idx:

@@ -1,4 +1,6 @@
-"""Put extra temperature-T rollouts into a rollout batch (AEPO's substitution, J2/J4's extra rows).
+"""A rollout batch beside TRL's dict: extra temperature-T rollouts merged in (AEPO's substitution, J2/J4's extra
+rows), the loss's batch statistics carried in the dict (:func:`put_batch_stats`), and the typed values the trainer
+keeps (:class:`ScoredRollouts`, :class:`RolloutRecord`, :class:`EntropyTracker`).
 
 A pure function on the dict of row-aligned tensors that ``GRPOTrainer._generate_and_score_completions``
 returns, so the selection and padding rules are tested without a trainer. What to do is declared by the
@@ -13,13 +15,15 @@ tensors (``advantages``, ``rewards``, ``group_ids``, ...) (B,); ``num_items_in_b
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 
 from dgro_lib.losses import ExtraRollouts
 
-__all__ = ["allocate_extra_rows", "merge_rollouts", "select_extra_rows"]
+__all__ = ["allocate_extra_rows", "merge_rollouts", "select_extra_rows", "BATCH_STATS", "put_batch_stats",
+           "get_batch_stats", "ScoredRollouts", "RolloutRecord", "EntropyTracker"]
 
 _LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}
 _RIGHT_PADDED = {"completion_ids": "pad", "completion_mask": 0, "old_per_token_logps": 0.0,
@@ -142,3 +146,83 @@ def merge_rollouts(
     stats = {"extra_rollouts/T": float(temperature), "extra_rollouts/generated": float(extra["completion_ids"].shape[0]),
              "extra_rollouts/kept": float(n), "extra_rollouts/frac_of_batch": n / max(merged["completion_ids"].shape[0], 1)}
     return merged, stats
+
+
+# -- what a rollout batch carries besides TRL's row dict ------------------------------------------------------------
+
+# The loss's once-per-rollout-batch statistics ride in TRL's batch dict as 0-dim float64 tensors under this prefix:
+# TRL's shuffle and micro-batch split keep a 0-dim tensor whole in every micro-batch (as they keep
+# num_items_in_batch), and float64 gives the loss back the exact Python float it was computed as.
+BATCH_STATS = "batch_stats/"
+
+
+def put_batch_stats(batch: dict, stats: dict[str, float]) -> None:
+    """Store ``stats`` in ``batch`` (see :data:`BATCH_STATS`), on the device of its completion ids."""
+    device = batch["completion_ids"].device
+    for key, val in stats.items():
+        batch[BATCH_STATS + key] = torch.tensor(float(val), dtype=torch.float64, device=device)
+
+
+def get_batch_stats(batch: dict) -> dict[str, float] | None:
+    """The statistics :func:`put_batch_stats` stored in ``batch`` (or a micro-batch of it); None when it holds none."""
+    stats = {k[len(BATCH_STATS):]: float(v) for k, v in batch.items() if k.startswith(BATCH_STATS)}
+    return stats or None
+
+
+@dataclass
+class ScoredRollouts:
+    """What one pass of generation and scoring gives beside TRL's row dict (``DGROTrainer._score_rollouts``).
+
+    rewards: (N,) the raw weighted rewards of every process's rows, in group order (G consecutive rows share a
+        prompt), before TRL shuffles anything.
+    token_entropy: (B, C) this process's per-token entropy estimate under pi_old, when a batch statistic needs this
+        rollout batch's entropy and TRL did not score -log pi_old itself; else None.
+    """
+
+    rewards: torch.Tensor
+    token_entropy: torch.Tensor | None = None
+
+
+@dataclass
+class RolloutRecord:
+    """The last training rollout batch of this process, kept for the per-rank log only (nothing trains on it):
+    its local rows' ``rewards``, ``group_ids``, ``advantages`` and ``rollout_flags``, the loss's batch statistics and
+    every process's count of rows that qualified as extra rollouts."""
+
+    rows: dict[str, torch.Tensor]
+    batch_stats: dict[str, float] | None = None
+    extra_candidates: list[int] | None = None
+
+
+@dataclass
+class EntropyTracker:
+    """Policy entropy measured during the updates of a rollout batch: the sums over its micro-batches of the token-mean
+    -log pi of the sampled tokens (``nll_sum``) and of the full-vocabulary entropy (``full_sum``), each already
+    averaged over processes, and their ``count``. When the next rollout batch begins (:meth:`close`) their means
+    become ``previous``, the "previous step" entropy (0 before the first, as the DCPO/AEPO authors' trainer starts)
+    that picks DCPO's and AEPO's temperature. Checkpointed with the run (:meth:`state_dict`)."""
+
+    nll_sum: float = 0.0
+    full_sum: float = 0.0
+    count: int = 0
+    previous: dict[str, float] = field(default_factory=lambda: {"nll": 0.0, "full": 0.0})
+
+    def add(self, nll: float, full: float) -> None:
+        self.nll_sum += nll
+        self.full_sum += full
+        self.count += 1
+
+    def close(self) -> None:
+        """A new rollout batch begins: the running means become ``previous`` (kept as they were when no update ran
+        since, e.g. right after a resume) and the sums restart."""
+        if self.count:
+            self.previous = {"nll": self.nll_sum / self.count, "full": self.full_sum / self.count}
+        self.nll_sum, self.full_sum, self.count = 0.0, 0.0, 0
+
+    def state_dict(self) -> dict:
+        return {"prev_entropy": dict(self.previous), "update_entropy": [self.nll_sum, self.full_sum, self.count]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.previous = {k: float(v) for k, v in state["prev_entropy"].items()}
+        s_nll, s_full, n = state["update_entropy"]
+        self.nll_sum, self.full_sum, self.count = float(s_nll), float(s_full), int(n)

@@ -2,11 +2,17 @@
 
 What TRL 1.16 does not give a custom loss, and this class adds:
 
+One training step reads in order: :meth:`DGROTrainer._generate_and_score_completions` (one rollout batch, its
+steps numbered in its docstring), then TRL's shuffle and split, then :meth:`DGROTrainer._compute_loss` per
+micro-batch. Everything of a rollout batch travels in TRL's own dict (row-aligned tensors, and the loss's batch
+statistics as 0-dim tensors); what persists across steps is a typed value (:class:`~dgro_lib.rl.rollouts.EntropyTracker`,
+the :class:`~dgro_lib.rl.rollouts.RolloutRecord` of the per-rank log).
+
 * **Raw rewards and true group statistics.** TRL hands ``_compute_loss`` only its own (possibly
-  std-scaled) advantages, after shuffling rows across groups. We capture the raw weighted rewards in
-  ``_calculate_rewards`` (gathered over all ranks, still in group order), compute the baseline V(x) and
-  the advantages with :func:`dgro_lib.losses.compute_advantages` *before* the shuffle, and attach
-  ``rewards``, ``group_ids`` and the advantages as row-aligned tensors that travel through the shuffle.
+  std-scaled) advantages, after shuffling rows across groups. ``_score_rollouts`` collects the raw weighted
+  rewards from TRL's call of ``_calculate_rewards`` (gathered over all ranks, still in group order), computes the
+  baseline V(x) and the advantages with :func:`dgro_lib.losses.compute_advantages` *before* the shuffle, and
+  attaches ``rewards``, ``group_ids`` and the advantages as row-aligned tensors that travel through the shuffle.
 * **A loss looked up by name.** ``_compute_loss`` computes per-token log-probs (and entropies) with TRL's
   own fused head, then calls ``loss_fn(logps, old_logps, mask, advantages, **loss_kwargs, **extras)``.
   It never branches on the algorithm; extra tensors a loss declares with ``requires=`` are passed when
@@ -80,7 +86,8 @@ from dgro_lib.rl.divergence import DivergenceGuard, NonFiniteError
 from dgro_lib.models.logprobs import HiddenStateCapture, chunked_logprobs
 from dgro_lib.losses import compute_advantages, group_stats, loss_entry
 from dgro_lib.util.files import write_json
-from dgro_lib.rl.rollouts import allocate_extra_rows, merge_rollouts
+from dgro_lib.rl.rollouts import (EntropyTracker, RolloutRecord, ScoredRollouts, allocate_extra_rows, get_batch_stats,
+                                  merge_rollouts, put_batch_stats)
 
 __all__ = ["DGROTrainer", "NonFiniteError", "ROLLOUT_POLICIES", "make_rollout_func"]
 
@@ -138,19 +145,12 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         self.scale = scale
         self.logprob_chunk_size = int(logprob_chunk_size)
         self.extra_rollouts = entry.extra_rollouts(self.loss_kwargs)
-        self._last_rollout: dict | None = None
+        # state kept across steps, each a typed value: the entropy of the last updates (it picks DCPO's and AEPO's
+        # temperature; checkpointed), the last rollout batch (for the per-rank log only) and the running local loss
+        self.entropy = EntropyTracker()
+        self._last_rollout: RolloutRecord | None = None
         self._rank_loss = [0.0, 0]  # running (sum, count) of local losses since the last rank log
-        # Policy entropy measured during the updates of a rollout batch: [sum of -log pi of sampled tokens, sum of
-        # full-vocabulary entropies, count], one token-mean per micro-batch averaged over processes. When the next
-        # rollout batch is generated it becomes the "previous step" entropy (0 before the first, as the DCPO/AEPO
-        # authors' trainer starts) that picks DCPO's/AEPO's temperature.
-        self._update_entropy = [0.0, 0.0, 0]
-        self._prev_entropy = {"nll": 0.0, "full": 0.0}
-        self._rollout_stats: dict[str, float] | None = None  # the loss's batch_stats for the current rollout batch
-        self._extra_candidates: list[int] | None = None  # every process's count of qualifying extra rows
-        self._global_rewards: torch.Tensor | None = None
-        self._rollout_token_entropy: torch.Tensor | None = None  # (B, C) pi_old entropy estimate of this rollout batch
-        self._captured_rewards: torch.Tensor | None = None
+        self._reward_sink: list[torch.Tensor] | None = None  # open only inside _score_rollouts (see there)
         self._init_divergence_guard(skip_nonfinite)
         grpo_args = kwargs.get("args", args[1] if len(args) > 1 else None)
         if self.extra_rollouts is not None and grpo_args is not None and getattr(grpo_args, "use_vllm", False) \
@@ -213,8 +213,9 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         # (N_all_ranks, n_funcs), in group order: every G consecutive rows share a prompt.
         if self.model.training:
             self._check_rewards(rewards_per_func, prompts, completions, completion_ids_list)
-        weights = self.reward_weights.to(rewards_per_func.device)
-        self._captured_rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
+        if self._reward_sink is not None:  # TRL keeps only its own advantages: _score_rollouts collects the rewards
+            weights = self.reward_weights.to(rewards_per_func.device)
+            self._reward_sink.append((rewards_per_func * weights.unsqueeze(0)).nansum(dim=1))
         return rewards_per_func
 
     def _tokenize_prompts(self, prompts: list):
@@ -225,12 +226,31 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         return super()._tokenize_prompts(prompts)
 
     def _generate_and_score_completions(self, inputs):
-        if self.model.training:
+        """One rollout batch, in order (TRL calls this once per rollout batch and returns the dict to its buffer,
+        which shuffles the rows and splits them into the micro-batches :meth:`_compute_loss` receives):
+
+        1. the entropy of the last batch's updates becomes the previous step's (:class:`EntropyTracker`);
+        2. :meth:`_score_rollouts`: TRL generates and scores; our raw rewards, true-group advantages and group ids
+           join its row dict (a :class:`ScoredRollouts` brings back what is not a row);
+        3. the loss's once-per-batch statistics, over every process's rewards (:meth:`_rollout_batch_stats`);
+        4. extra temperature-T rollouts merged in, for a loss that declares them (:meth:`_merge_extra_rollouts`);
+        5. the statistics stored in the dict as 0-dim tensors, so every micro-batch carries them to the loss.
+        """
+        training = self.model.training
+        if training:
             self._rollout_nonfinite = None
-        batch = self._generate_with_extra_rollouts(inputs)
-        if self.model.training:
-            self._last_rollout = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages", "rollout_flags")
-                                  if batch.get(k) is not None}
+            self.entropy.close()
+        batch, scored = self._score_rollouts(inputs)
+        stats = self._rollout_batch_stats(batch, scored) if training and self.batch_stats_spec is not None else None
+        candidates = None
+        if training and self.extra_rollouts is not None:
+            batch, candidates = self._merge_extra_rollouts(inputs, batch)
+        if stats is not None:
+            put_batch_stats(batch, stats)
+        if training:
+            rows = {k: batch[k].detach() for k in ("rewards", "group_ids", "advantages", "rollout_flags")
+                    if batch.get(k) is not None}
+            self._last_rollout = RolloutRecord(rows, stats, candidates)
         return batch
 
     def _note_loss(self, loss: torch.Tensor) -> None:
@@ -249,10 +269,10 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
+        last = self._last_rollout or RolloutRecord({})
         rec = {"step": step, "rank": self.accelerator.process_index, "world": self.accelerator.num_processes,
-               "loss_local": local, "loss_mean": mean, "param_checksum": checksum, "batch_stats": self._rollout_stats,
-               "extra_candidates": self._extra_candidates,
-               **{k: v.cpu().tolist() for k, v in (self._last_rollout or {}).items()}}
+               "loss_local": local, "loss_mean": mean, "param_checksum": checksum, "batch_stats": last.batch_stats,
+               "extra_candidates": last.extra_candidates, **{k: v.cpu().tolist() for k, v in last.rows.items()}}
         with open(d / f"rank{self.accelerator.process_index}.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")
 
@@ -268,8 +288,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         if self.args.should_save:
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
             os.makedirs(folder, exist_ok=True)
-            write_json(os.path.join(folder, self.ENTROPY_STATE),
-                       {"prev_entropy": self._prev_entropy, "update_entropy": self._update_entropy})
+            write_json(os.path.join(folder, self.ENTROPY_STATE), self.entropy.state_dict())
         super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -277,69 +296,53 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         path = None if checkpoint is None else os.path.join(checkpoint, self.ENTROPY_STATE)
         if path is not None and os.path.isfile(path):  # checkpoints written before the tracker existed have none
             with open(path) as f:
-                state = json.load(f)
-            self._prev_entropy = {k: float(v) for k, v in state["prev_entropy"].items()}
-            self._update_entropy = [float(state["update_entropy"][0]), float(state["update_entropy"][1]),
-                                    int(state["update_entropy"][2])]
-
-    def _close_update_entropy(self) -> None:
-        """A new rollout batch begins: the entropy measured during the last one's updates becomes the previous
-        step's (kept as it was if no update ran since, e.g. right after a resume)."""
-        s_nll, s_full, n = self._update_entropy
-        if n:
-            self._prev_entropy = {"nll": s_nll / n, "full": s_full / n}
-        self._update_entropy = [0.0, 0.0, 0]
+                self.entropy.load_state_dict(json.load(f))
 
     @torch.no_grad()
-    def _rollout_entropy(self, batch, source: str) -> float:
+    def _rollout_entropy(self, batch, scored: ScoredRollouts, source: str) -> float:
         """Token-mean entropy of this rollout batch under pi_old over every process's completion tokens (all-reduced
         sums): -log pi of the sampled tokens (``nll``; TRL's ``old_per_token_logps`` when it scored them) or the
         full-vocabulary entropy (``full``), from the scoring pass of :meth:`_score_rollouts`."""
         mask = batch["completion_mask"] if batch.get("tool_mask") is None else batch["completion_mask"] * batch["tool_mask"]
         mask = mask.float()
         old = batch.get("old_per_token_logps")
-        per_token = -old if source == "nll" and old is not None else self._rollout_token_entropy
+        per_token = -old if source == "nll" and old is not None else scored.token_entropy
         total = (per_token.float() * mask).sum()
         sums = self.accelerator.reduce(torch.stack([total, mask.sum()]).to(self.accelerator.device), reduction="sum")
         return float(sums[0] / sums[1].clamp(min=1.0))
 
-    def _rollout_batch_stats(self, batch) -> dict[str, float]:
+    def _rollout_batch_stats(self, batch, scored: ScoredRollouts) -> dict[str, float]:
         """The loss's once-per-rollout-batch statistics (DCPO: H, T, correct fraction, alpha) over the whole batch:
         the raw rewards of every process (gathered before the shuffle) and the entropy its spec names."""
         spec = self.batch_stats_spec
         if spec.entropy_from == "previous_step":
-            H = self._prev_entropy[spec.entropy_source]
+            H = self.entropy.previous[spec.entropy_source]
         else:
-            H = self._rollout_entropy(batch, spec.entropy_source)
-        stats = spec.compute(self._global_rewards, H)
+            H = self._rollout_entropy(batch, scored, spec.entropy_source)
+        stats = spec.compute(scored.rewards, H)
         for key, val in stats.items():
             self._metrics["train"][f"batch_stats/{key}"].append(float(val))
         return stats
 
-    def _generate_with_extra_rollouts(self, inputs):
-        training = self.model.training
-        if training:
-            self._close_update_entropy()
-        output = self._score_rollouts(inputs)
-        if training and self.batch_stats_spec is not None:
-            self._rollout_stats = self._rollout_batch_stats(output)
+    def _merge_extra_rollouts(self, inputs, output: dict) -> tuple[dict, list[int]]:
+        """Generate and score G more samples at temperature T (from the previous step's entropy) for the loss's share
+        of the prompts, and merge them into ``output`` as its registry entry declares; returns the merged dict and
+        every process's count of qualifying extra rows."""
         spec = self.extra_rollouts
-        if spec is None or not training:
-            return output
         G = self.num_generations
         if len(inputs) % G:
             raise ValueError(f"extra rollouts need whole groups on each process: {len(inputs)} local rows, G={G} "
                              "(make per_device_train_batch_size a multiple of num_generations)")
         k = spec.n_prompts(len(inputs) // G)
-        H = self._prev_entropy[spec.entropy_source]
+        H = self.entropy.previous[spec.entropy_source]
         T = spec.temperature(H)
         with self._sampling_temperature(T), self._metrics_under("train", "extra_rollouts/"):
-            extra = self._score_rollouts(inputs[: k * G], group_offset=self.accelerator.num_processes * len(inputs) // G)
+            extra, _ = self._score_rollouts(inputs[: k * G],
+                                            group_offset=self.accelerator.num_processes * len(inputs) // G)
         # the row cap (AEPO's reinforce_sample_num) holds for the whole rollout batch, as on the authors' driver:
         # every process counts its candidates, and the cap is shared out in process order
         n_candidates = torch.tensor([spec.candidates(extra["advantages"])], device=self.accelerator.device)
         counts = self.accelerator.gather(n_candidates).tolist()
-        self._extra_candidates = counts
         quota = allocate_extra_rows(counts, spec, high_entropy=H > spec.entropy_base)[self.accelerator.process_index]
         merged, stats = merge_rollouts(
             output, extra, spec, temperature=T, sampling_temperature=self.temperature,
@@ -353,7 +356,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         for key, val in stats.items():
             self._metrics["train"][key].append(val)
         self._metrics["train"]["extra_rollouts/H_prev"].append(H)
-        return merged
+        return merged, counts
 
     @contextmanager
     def _sampling_temperature(self, T: float):
@@ -420,10 +423,21 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         """(B, C, n_T) log pi_old^T of the completion tokens for every declared T (see :meth:`_score_old_policy`)."""
         return self._score_old_policy(batch, want_temps=True, entropy_source=None)[0]
 
-    def _score_rollouts(self, inputs, group_offset: int = 0):
+    def _score_rollouts(self, inputs, group_offset: int = 0) -> tuple[dict, ScoredRollouts]:
         """TRL's generation and scoring plus our raw rewards, true-group advantages and group ids (offset by
-        ``group_offset``, so extra rollouts never share an id with the on-policy groups)."""
-        output = super()._generate_and_score_completions(inputs)
+        ``group_offset``, so extra rollouts never share an id with the on-policy groups) in its row dict; returns
+        the dict and the :class:`ScoredRollouts` (every process's raw rewards, the entropy estimate) beside it.
+
+        TRL's scoring calls :meth:`_calculate_rewards` and keeps only its own (possibly std-scaled) advantages, so
+        the raw rewards are collected from that call while TRL's method runs (``_reward_sink``, open only here)."""
+        self._reward_sink = sink = []
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._reward_sink = None
+        if len(sink) != 1:
+            raise RuntimeError(f"TRL's scoring called _calculate_rewards {len(sink)} times for one rollout batch")
+        rewards = sink[0]
         training = self.model.training
         want_temps = bool(self.loss_temperatures) and training and self._updates_are_off_policy()
         spec = self.batch_stats_spec
@@ -433,17 +447,13 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
                                                  and spec.entropy_from == "rollout") else None
         if entropy_source == "nll" and output.get("old_per_token_logps") is not None:
             entropy_source = None
+        token_entropy = None
         if want_temps or entropy_source is not None:
-            temps, self._rollout_token_entropy = self._score_old_policy(output, want_temps=want_temps,
-                                                                        entropy_source=entropy_source)
+            temps, token_entropy = self._score_old_policy(output, want_temps=want_temps, entropy_source=entropy_source)
             if want_temps:
                 output["old_temp_logps"] = temps
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        rewards = self._captured_rewards
-        self._captured_rewards = None
-        if group_offset == 0:
-            self._global_rewards = rewards
         advantages = compute_advantages(rewards, group_size, value=self.value, soft_beta=self.soft_beta,
                                         scale=self.scale)
         n_local = output["completion_ids"].size(0)
@@ -454,7 +464,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         output["group_ids"] = group_ids[process_slice]
         for key, val in group_stats(rewards, group_size).items():
             self._metrics[mode][f"reward_stats/{key}"].append(float(val))
-        return output
+        return output, ScoredRollouts(rewards, token_entropy)
 
     # -- the loss ------------------------------------------------------------------------------------------
 
@@ -501,7 +511,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
             "values": values,
             # computed once per rollout batch in training; a loss called without them (evaluation) computes them
             # from its own rows
-            "batch_stats": self._rollout_stats if self.model.training else None,
+            "batch_stats": get_batch_stats(inputs) if self.model.training else None,
         }
         extras = {}
         for name in self.loss_extras:
@@ -525,9 +535,7 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
         self._metrics[mode]["entropy"].append(full_all)
         self._metrics[mode]["entropy_nll"].append(nll_all)
         if mode == "train":
-            self._update_entropy[0] += nll_all
-            self._update_entropy[1] += full_all
-            self._update_entropy[2] += 1
+            self.entropy.add(nll_all, full_all)
         if not (bad and mode == "train"):  # a skipped micro-batch's loss and metrics stay out of the logs
             self._metrics[mode]["loss/value"].append(float(loss.detach()))
             if mode == "train":
