@@ -70,7 +70,6 @@ result = run_experiment(cfg, out, workers=workers, store=store, evaluations=[(cf
 sampled = evaluate_runs(result, cfg, cfg.knobs.sampled_eval.overrides())  # computed beside the training: read back
 table = rl_map_table(result, sampled, list(cfg.sweep))
 atomic_write(out / "rl_map.csv", lambda tmp: table.to_csv(tmp, index=False))
-table.round(4)
 
 # %%
 fig = rl_map_figure(table, title=f"RL map of the miniature ({profile} profile; base {cfg.model.embedded_preset})")
@@ -85,3 +84,13 @@ fig
 
 # %%
 claims = show_claims(out, map_claims(result, sampled, list(cfg.sweep)))  # claims.csv: compared by `make reproduce`
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### The map's table
+# Each point's greedy and sampled accuracy against its base, and its training figures (the map above).
+
+# %%
+table.round(4)

@@ -51,9 +51,8 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.knobs.labels}; {cfg.tra
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
-table, fig, efig = sweep_figures(sweep, out, stem="fig1", title=f"DCPO Fig. 1 grid ({profile} profile)",
+arms, fig, efig = sweep_figures(sweep, out, stem="fig1", title=f"DCPO Fig. 1 grid ({profile} profile)",
                                  entropy_base=h0)
-table.round(4)
 
 # %% [markdown]
 # ## Fig. 1: entropy and accuracy
@@ -63,11 +62,6 @@ efig
 
 # %%
 fig
-
-# %%
-phases = temperature_phases(sweep.labelled.metrics, entropy_base=h0)
-phases.to_csv(out / "fig1_temperature_phases.csv", index=False)
-phases.round(4)
 
 # %% [markdown]
 # ## Verdicts
@@ -89,3 +83,22 @@ table = show_claims(out, claims(sweep))
 # %%
 draw_verdicts(out / "fig1_verdicts", sweep.finals, table, by="point", base=None,
               title=f"dcpo_fig1_grid: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Per arm
+# Each arm's means over its seeds; every run's row is in the CSVs beside this notebook.
+
+# %%
+arms.round(4)
+
+# %% [markdown]
+# ### DCPO's temperature rule in each run
+# The share of rollout batches at T_high (H ≤ H0), the number of switches, the mean α, and H early and late.
+
+# %%
+phases = temperature_phases(sweep.labelled.metrics, entropy_base=h0)
+phases.to_csv(out / "fig1_temperature_phases.csv", index=False)
+phases.round(4)

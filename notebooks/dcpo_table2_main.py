@@ -66,9 +66,8 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {len(cfg.knobs.labels)} meth
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
-table, fig, efig = sweep_figures(sweep, out, stem="table2", title=f"DCPO Table 2 methods ({profile} profile)",
+arms, fig, efig = sweep_figures(sweep, out, stem="table2", title=f"DCPO Table 2 methods ({profile} profile)",
                                  entropy_base=h0)
-table.round(4)
 
 # %% [markdown]
 # ## Table 2: avg@k per benchmark
@@ -120,3 +119,13 @@ table = show_claims(out, claims(sweep, contest=cfg.knobs.contest_benchmarks, k=k
 # %%
 draw_verdicts(out / "table2_verdicts", sweep.finals, table, by="point", base=None,
               title=f"dcpo_table2_main: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Per arm
+# Each arm's means over its seeds; every run's row is in the CSVs beside this notebook.
+
+# %%
+arms.round(4)

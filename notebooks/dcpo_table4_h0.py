@@ -54,25 +54,16 @@ h0_values = [float(p["kwargs"]["entropy_base"]) for p in cfg.sweep["loss"]]
 default = float(cfg.loss.kwargs["entropy_base"])
 print(f"profile={profile}  H0 grid {h0_values} (default {default}); {len(cfg.seeds)} seeds; {cfg.train.max_steps} steps")
 
-# %% [markdown]
-# ## Calibrating H0 from the base model
-
-# %%
-cal = policy_entropy(cfg, **vars(cfg.knobs.calibration))
+# %% tags=["hide-output"]
+cal = policy_entropy(cfg, **vars(cfg.knobs.calibration))  # H0 calibrated from the base model, shown at the end
 calibrated = round_significant(cal["H_nll"], 2)
 pd.DataFrame([cal | {"H0_calibrated": calibrated, "H0_in_params": default}]).to_csv(out / "h0_calibration.csv",
                                                                                       index=False)
-print(f"base H = {cal['H_nll']:.5f} nats/token (full-vocabulary entropy {cal['H_full']:.5f}) over {cal['tokens']} "
-      f"tokens of {cal['completions']} samples -> H0 = {calibrated}; the params use {default}: "
-      + ("the same" if calibrated == default else "DIFFERENT (recalibrate the params files)"))
-
-# %% tags=["hide-output"]
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
-table, fig, efig = sweep_figures(sweep, out, stem="table4", title=f"DCPO with several H0 ({profile} profile)",
+arms, fig, efig = sweep_figures(sweep, out, stem="table4", title=f"DCPO with several H0 ({profile} profile)",
                                  entropy_base=default)
-table.round(4)
 
 # %% [markdown]
 # ## Table 4: avg@k per benchmark
@@ -92,11 +83,6 @@ efig
 
 # %%
 fig
-
-# %%
-phases = temperature_phases(sweep.labelled.metrics, entropy_base=dict(zip(sweep.labels, h0_values)))
-phases.to_csv(out / "table4_temperature_phases.csv", index=False)
-phases.round(4)
 
 # %% [markdown]
 # ## Verdicts
@@ -118,3 +104,30 @@ table = show_claims(out, claims(sweep, h0_values, default=default, base_entropy=
 # %%
 draw_verdicts(out / "table4_verdicts", sweep.finals, table, by="point", base=None,
               title=f"dcpo_table4_h0: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Per arm
+# Each arm's means over its seeds; every run's row is in the CSVs beside this notebook.
+
+# %%
+arms.round(4)
+
+# %% [markdown]
+# ### Calibrating H0 from the base model
+
+# %%
+print(f"base H = {cal['H_nll']:.5f} nats/token (full-vocabulary entropy {cal['H_full']:.5f}) over {cal['tokens']} "
+      f"tokens of {cal['completions']} samples -> H0 = {calibrated}; the params use {default}: "
+      + ("the same" if calibrated == default else "DIFFERENT (recalibrate the params files)"))
+
+# %% [markdown]
+# ### DCPO's temperature rule in each run
+# The share of rollout batches at T_high (H ≤ H0), the number of switches, the mean α, and H early and late.
+
+# %%
+phases = temperature_phases(sweep.labelled.metrics, entropy_base=dict(zip(sweep.labels, h0_values)))
+phases.to_csv(out / "table4_temperature_phases.csv", index=False)
+phases.round(4)

@@ -49,24 +49,14 @@ print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.knobs.labels}; {cfg.tra
 protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[protocol])
 sweep = method_sweep(cfg, result, evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1]))
-table, fig, efig = sweep_figures(sweep, out, stem="table5", title=f"DCPO Table 5 ablations ({profile} profile)",
+arms, fig, efig = sweep_figures(sweep, out, stem="table5", title=f"DCPO Table 5 ablations ({profile} profile)",
                                  entropy_base=h0)
-table.round(4)
 
 # %%
 fig
 
 # %%
 efig
-
-# %% [markdown]
-# ## DCPO's temperature rule in each run
-# The share of rollout batches at T_high (H ≤ H0), the number of switches, the mean α, and H early and late.
-
-# %%
-phases = temperature_phases(sweep.labelled.metrics, entropy_base=h0)
-phases.to_csv(out / "table5_temperature_phases.csv", index=False)
-phases.round(4)
 
 # %% [markdown]
 # ## Verdicts
@@ -89,3 +79,22 @@ table = show_claims(out, claims(sweep, twins={"DCPO w/o REINFORCE": "GRPO in dcp
 # %%
 draw_verdicts(out / "table5_verdicts", sweep.finals, table, by="point", base=None,
               title=f"dcpo_table5_ablation: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Per arm
+# Each arm's means over its seeds; every run's row is in the CSVs beside this notebook.
+
+# %%
+arms.round(4)
+
+# %% [markdown]
+# ### DCPO's temperature rule in each run
+# The share of rollout batches at T_high (H ≤ H0), the number of switches, the mean α, and H early and late.
+
+# %%
+phases = temperature_phases(sweep.labelled.metrics, entropy_base=h0)
+phases.to_csv(out / "table5_temperature_phases.csv", index=False)
+phases.round(4)

@@ -58,20 +58,11 @@ sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_p
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labelled = label_points(result, ["reward.scheme"], labeler=lambda df: df["reward.scheme"])
+ranges = rl_map_table(result, sampled, ["reward.scheme"], labeler=lambda df: df["reward.scheme"]).rename(
+    columns={"point": "reward.scheme"})  # each range against the base model, shown below
+ranges.to_csv(out / "fig1b_ranges_vs_base.csv", index=False)
 base = result.base["summary"]
 print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles")
-
-# %% [markdown]
-# ## Each range against the base model
-# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
-# over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
-# change.
-
-# %%
-table = rl_map_table(result, sampled, ["reward.scheme"], labeler=lambda df: df["reward.scheme"]).rename(
-    columns={"point": "reward.scheme"})
-table.to_csv(out / "fig1b_ranges_vs_base.csv", index=False)
-table.round(4)
 
 # %% [markdown]
 # ## Figure 1 with β2 acting
@@ -81,17 +72,6 @@ curves = learning_curves(result, by="reward.scheme", smooth_window=max(1, t.max_
 fig = learning_curves_figure(curves, hue="reward.scheme", hue_order=schemes,
                              title=f"DGRO Fig. 1 with β2 = {cfg.loss.kwargs['beta2']} acting ({profile} profile)")
 save_figure(fig, curves, out / "fig1b_reward_variance_beta2")
-fig
-
-# %% [markdown]
-# ## Did β2 act? ‖β2 term‖ / ‖β1 term‖ per update
-# Zero on the first update of each rollout batch (π_θ = π_old), positive on the second. The ratio is larger for
-# [-1,1]: its policy-gradient term is 5 × smaller than [-5,5]'s, while the β2 term does not depend on the reward.
-
-# %%
-fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=schemes)
-save_figure(fig, ratio, out / "fig1b_grad_ratio")
-print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes).round(4))
 fig
 
 # %% [markdown]
@@ -113,3 +93,26 @@ table = show_claims(out, claims(result.finals, result.base["correct"], sampled, 
 # %%
 draw_verdicts(out / "fig1b_verdicts", result.finals, table, by="reward.scheme", base=result.base["summary"]["accuracy"],
               title=f"dgro_fig1_beta2_acting: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Each range against the base model
+# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
+# over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
+# change.
+
+# %%
+ranges.round(4)
+
+# %% [markdown]
+# ### Did β2 act? ‖β2 term‖ / ‖β1 term‖ per update
+# Zero on the first update of each rollout batch (π_θ = π_old), positive on the second. The ratio is larger for
+# [-1,1]: its policy-gradient term is 5 × smaller than [-5,5]'s, while the β2 term does not depend on the reward.
+
+# %%
+fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=schemes)
+save_figure(fig, ratio, out / "fig1b_grad_ratio")
+print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(schemes).round(4))
+fig

@@ -63,39 +63,19 @@ sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_p
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
 labelled = label_points(result, keys)
+points = rl_map_table(result, sampled, keys)  # each point against the base model, shown below
+points.to_csv(out / "fig2_points_vs_base.csv", index=False)
 base = result.base["summary"]
 print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n']} puzzles")
-
-# %% [markdown]
-# ## Each point against the base model
-# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
-# over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
-# change. Training: sampled training accuracy over the first and last steps, zero-variance groups.
-
-# %%
-table = rl_map_table(result, sampled, keys)
-table.to_csv(out / "fig2_points_vs_base.csv", index=False)
-table.round(4)
 
 # %% [markdown]
 # ## Figure 2
 
 # %%
 curves = learning_curves(labelled, by="point", smooth_window=max(1, t.max_steps // 15))
-fig = learning_curves_figure(curves, hue="point", hue_order=list(table["point"]),
+fig = learning_curves_figure(curves, hue="point", hue_order=list(points["point"]),
                              title=f"DGRO Fig. 2 on the embedded miniature ({profile} profile)")
 save_figure(fig, curves, out / "fig2_beta")
-fig
-
-# %% [markdown]
-# ## Did β2 act? The ratio of the β2 term's gradient to the β1 term's
-# Logged by the loss at every update (`dgro/grad_ratio_b2_b1`, norms of the two terms' gradients with respect
-# to the log-probabilities): zero on the first update of each rollout batch, positive on the second when β2 > 0.
-
-# %%
-fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=list(table["point"]))
-save_figure(fig, ratio, out / "fig2_grad_ratio")
-print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(table["point"]).round(4))
 fig
 
 # %% [markdown]
@@ -107,7 +87,7 @@ fig
 # The pooled McNemar z is the items-only view, given these trained models. The judged contrasts are read twice: in
 # greedy accuracy, and in the sampled pass@1 estimate (avg@k at T = 1 on the first `sampled_eval_puzzles` puzzles),
 # the paper's "pass@1" at its temperature, whose spread between seeds is a fraction of greedy's. It complements
-# greedy and does not replace it: in it no point improves on the base (the sampled gains above).
+# greedy and does not replace it: in it no point improves on the base (the table of each point against the base, below).
 
 # %%
 table = show_claims(out, claims(labelled.finals, labelled.metrics, result.base["correct"], sampled, keys=keys))
@@ -121,3 +101,26 @@ table = show_claims(out, claims(labelled.finals, labelled.metrics, result.base["
 # %%
 draw_verdicts(out / "fig2_verdicts", labelled.finals, table, by="point", base=result.base["summary"]["accuracy"],
               title=f"dgro_fig2_beta: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Each point against the base model
+# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
+# over seeds. Sampled (T = 1, avg@k on the first puzzles): paired z of the per-puzzle
+# change. Training: sampled training accuracy over the first and last steps, zero-variance groups.
+
+# %%
+points.round(4)
+
+# %% [markdown]
+# ### Did β2 act? The ratio of the β2 term's gradient to the β1 term's
+# Logged by the loss at every update (`dgro/grad_ratio_b2_b1`, norms of the two terms' gradients with respect
+# to the log-probabilities): zero on the first update of each rollout batch, positive on the second when β2 > 0.
+
+# %%
+fig, ratio = grad_ratio_figure(labelled.metrics, hue_order=list(points["point"]))
+save_figure(fig, ratio, out / "fig2_grad_ratio")
+print(ratio.groupby("point")["grad_ratio_b2_b1"].agg(["mean", "max"]).reindex(points["point"]).round(4))
+fig

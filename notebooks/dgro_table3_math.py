@@ -93,38 +93,6 @@ DGRO_TABLE3_PAPER.to_csv(out / "table3_paper_quoted.csv", index=False)
 DGRO_TABLE3_PAPER.astype(object).fillna("-")  # object first: a str fill in a float column is deprecated
 
 # %% [markdown]
-# ## Against the base: greedy and sampled
-# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
-# over seeds. Sampled (T = 1, avg@k on the first problems): paired z of the per-problem
-# change. On the K&K miniature the two moved in opposite directions under RL; a verdict says which it rests on.
-
-# %%
-table = rl_map_table(result, sampled, list(cfg.sweep), labeler=labeler)
-table.to_csv(out / "table3_vs_base.csv", index=False)
-table.round(4)
-
-# %%
-curves = learning_curves(label_points(result, list(cfg.sweep), labeler=labeler), by="point",
-                         smooth_window=max(1, t.max_steps // 15))
-fig = learning_curves_figure(curves, hue="point", title=f"DGRO on the math miniature ({profile} profile)")
-save_figure(fig, curves, out / "table3_training")
-fig
-
-# %% [markdown]
-# ## What RL changed: the carries
-# Teacher-forced on the slip-free traces of the held-out problems, at every place where a carry is due: the
-# probability of leaving it out (`p_leave_out`) and the share of places where leaving it out is the likelier token
-# (what greedy decoding does). Each run's summary is measured once, while its weights exist, and kept with the run,
-# so a run restored from the run archive (results, no weights) still has its rows; one archived without it says
-# `absent`.
-
-# %%
-carries = run_carry_table(finals, out.parent / "runs", resolve_model_path(cfg), eval_records,
-                          template=cfg.data.template)
-carries.to_csv(out / "table3_carries.csv", index=False)
-carries.round(4)
-
-# %% [markdown]
 # ## Verdicts
 # Each model against the base, per benchmark and over all problems, on two metrics: greedy pass@1, and sampled
 # pass@1 (avg@k: the paper's pass@1 is an average over samples) on the first problems. Each is the difference of run
@@ -145,3 +113,38 @@ table = show_claims(out, claims(finals, result.base["correct"], sampled, sources
 # %%
 draw_verdicts(out / "table3_verdicts", finals, table, by="point", base=result.base["summary"]["accuracy"],
               title=f"dgro_table3_math: the claims at the run level ({profile} profile)")
+
+# %% [markdown]
+# ## How it was computed
+
+# %% [markdown]
+# ### Against the base: greedy and sampled
+# The items-only view, given these trained models (the verdicts below are run-level). Greedy: pooled McNemar z
+# over seeds. Sampled (T = 1, avg@k on the first problems): paired z of the per-problem
+# change. On the K&K miniature the two moved in opposite directions under RL; a verdict says which it rests on.
+
+# %%
+table = rl_map_table(result, sampled, list(cfg.sweep), labeler=labeler)
+table.to_csv(out / "table3_vs_base.csv", index=False)
+table.round(4)
+
+# %%
+curves = learning_curves(label_points(result, list(cfg.sweep), labeler=labeler), by="point",
+                         smooth_window=max(1, t.max_steps // 15))
+fig = learning_curves_figure(curves, hue="point", title=f"DGRO on the math miniature ({profile} profile)")
+save_figure(fig, curves, out / "table3_training")
+fig
+
+# %% [markdown]
+# ### What RL changed: the carries
+# Teacher-forced on the slip-free traces of the held-out problems, at every place where a carry is due: the
+# probability of leaving it out (`p_leave_out`) and the share of places where leaving it out is the likelier token
+# (what greedy decoding does). Each run's summary is measured once, while its weights exist, and kept with the run,
+# so a run restored from the run archive (results, no weights) still has its rows; one archived without it says
+# `absent`.
+
+# %%
+carries = run_carry_table(finals, out.parent / "runs", resolve_model_path(cfg), eval_records,
+                          template=cfg.data.template)
+carries.to_csv(out / "table3_carries.csv", index=False)
+carries.round(4)

@@ -13,11 +13,13 @@ REFERENCE = results.REPO / "reference" / "cpu"
 
 @pytest.fixture
 def copies(tmp_path):
-    """Copies of the committed README and docs/results.md, and the arguments that point the command at them."""
-    readme, doc = tmp_path / "README.md", tmp_path / "results.md"
+    """Copies of the committed README, docs/results.md and docs/guide.md, and the arguments that point the command
+    at them."""
+    readme, doc, guide = tmp_path / "README.md", tmp_path / "results.md", tmp_path / "guide.md"
     shutil.copy(results.README, readme)
     shutil.copy(results.RESULTS, doc)
-    return readme, doc, ["--readme", str(readme), "--results-doc", str(doc)]
+    shutil.copy(results.GUIDE, guide)
+    return readme, doc, ["--readme", str(readme), "--results-doc", str(doc), "--guide", str(guide)]
 
 
 def test_every_generated_block_matches_the_references():
@@ -56,9 +58,14 @@ def _bump_last_digit(text: str, name: str) -> str:
     return f"{head}{begin}{inner}{end}{tail}"
 
 
+def tmp_guide(args: list[str]):
+    from pathlib import Path
+    return Path(args[args.index("--guide") + 1])
+
+
 def test_a_changed_number_in_any_block_fails_the_check_naming_file_and_block(copies, capsys):
     readme, doc, args = copies
-    generated = results.blocks(REFERENCE, readme, doc)
+    generated = results.blocks(REFERENCE, readme, doc, tmp_guide(args))
     assert set(generated[doc]) == {"summary", *[n for n in results.NOTEBOOKS if (REFERENCE / n).is_dir()]}
     for path, blocks in generated.items():
         committed = path.read_text()

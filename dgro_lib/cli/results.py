@@ -38,6 +38,7 @@ BEGIN, END = markers("claims")
 _BLOCK = re.compile(r"<!-- results:([\w.-]+):begin -->")
 README = REPO / "README.md"
 RESULTS = REPO / "docs" / "results.md"
+GUIDE = REPO / "docs" / "guide.md"
 
 # the order of the README: the papers' figures and tables, then the theory
 ORDER = ["dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods",
@@ -161,11 +162,13 @@ def notebook_block(reference: Path, name: str) -> str:
     return "\n".join(lines + [_row(claim_cells(r, markdown=True)) for r in table.itertuples()])
 
 
-def blocks(reference: Path, readme: Path = README, results: Path = RESULTS) -> dict[Path, dict[str, str]]:
-    """Every generated block, by file and block name: the README's ``headline``; ``docs/results.md``'s ``summary`` and
-    one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
+def blocks(reference: Path, readme: Path = README, results: Path = RESULTS, guide: Path = GUIDE
+           ) -> dict[Path, dict[str, str]]:
+    """Every generated block, by file and block name: the README's ``headline`` and ``costs`` (the measured costs of
+    the two commands, :func:`dgro_lib.cli.timed.costs_block`); ``docs/guide.md``'s ``costs``; ``docs/results.md``'s
+    ``summary`` and one block per notebook of :data:`NOTEBOOKS` that has a claims file under ``reference``."""
     per_notebook = {n: notebook_block(reference, n) for n in NOTEBOOKS if (reference / n / "claims.csv").is_file()}
-    return {readme: {"headline": headline(reference), "costs": costs_block()},
+    return {readme: {"headline": headline(reference), "costs": costs_block()}, guide: {"costs": costs_block()},
             results: {"summary": "\n".join(_overview(claims_table(reference))), **per_notebook}}
 
 
@@ -208,10 +211,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 if a generated block differs from the references; writes nothing")
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--results-doc", type=Path, default=RESULTS)
+    parser.add_argument("--guide", type=Path, default=GUIDE)
     args = parser.parse_args(argv)
     reference = REPO / "reference" / args.profile
     # every file's new text first, so that a missing marker in one writes none of them
-    texts = {path: (path.read_text(), gen) for path, gen in blocks(reference, args.readme, args.results_doc).items()}
+    texts = {path: (path.read_text(), gen) for path, gen in blocks(reference, args.readme, args.results_doc, args.guide).items()}
     new = {path: update(text, gen, _shown(path)) for path, (text, gen) in texts.items()}
     if args.check:
         stale = [f"{_shown(path)}: block {name}" for path, (text, gen) in texts.items() for name in gen

@@ -39,16 +39,21 @@ def read_notebook(name: str, folder: Path = NOTEBOOKS):
     return jupytext.read(notebook_source(name, folder))
 
 
+def _inputs(nb) -> list[tuple[str, str, list]]:
+    return [(c.cell_type, c.source, list(c.get("metadata", {}).get("tags", []))) for c in nb.cells]
+
+
 def sync_notebooks(folder: Path = NOTEBOOKS, *, quiet: bool = True) -> list[Path]:
-    """Write every missing ``<name>.ipynb`` of ``folder`` from its source and update the inputs of those older than
-    it (outputs kept); returns the notebooks written."""
+    """Write every missing ``<name>.ipynb`` of ``folder`` from its source and bring the inputs of those whose cells
+    differ from it up to date (outputs kept; ``jupytext --sync``); returns the notebooks written."""
+    import jupytext
     from jupytext.cli import jupytext as jupytext_cli
 
     written = []
     for name in notebook_names(folder):
         py, ipynb = folder / f"{name}.py", folder / f"{name}.ipynb"
-        if ipynb.exists() and ipynb.stat().st_mtime >= py.stat().st_mtime:
-            continue
+        if ipynb.exists() and _inputs(jupytext.read(py)) == _inputs(jupytext.read(ipynb)):
+            continue  # (jupytext's timestamps are no guide: a sync leaves the .py the newer file)
         jupytext_cli(["--sync", *(["--quiet"] if quiet else []), str(py)])
         written.append(ipynb)
     return written
