@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 VENV_VLLM := .venv-vllm
 VLLM_STAMP := $(VENV_VLLM)/.installed
 
-.PHONY: venv venv-gpu venv-vllm test-vllm notebooks site preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
+.PHONY: venv venv-gpu venv-vllm test-vllm notebooks site rehearse preflight reproduce base results split-half dry-run test test-unit test-notebooks bench clean-outputs
 
 venv: $(STAMP)
 
@@ -94,6 +94,11 @@ split-half: $(STAMP)
 # claim in one filterable index, one page per executed reference notebook, the docs (dgro_lib/cli/site.py).
 site: $(STAMP)
 	$(PY) -m dgro_lib.cli.site --profile $(PROFILE)
+
+# A GPU profile's notebooks executed on this CPU with only the scale shrunk (dgro_lib/cli/rehearse.py: the one
+# override set); outputs/rehearse/$(PROFILE)/rehearsal.csv says which ran. PROFILE=gpu (paper: not yet).
+rehearse: $(STAMP)
+	OMP_NUM_THREADS=1 TRL_EXPERIMENTAL_SILENCE=1 $(PY) -m dgro_lib.cli.rehearse --profile $(if $(filter cpu,$(PROFILE)),gpu,$(PROFILE)) $(if $(ONLY),--only $(ONLY),)
 
 dry-run: $(STAMP)
 	$(PY) -m dgro_lib.cli.reproduce --profile paper --dry-run

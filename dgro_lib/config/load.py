@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from dgro_lib.util.paths import PARAMS
 from dgro_lib.util.typed import ConfigError, build_dataclass
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "expand_sweep", "find_params",
+           "PARAMS_DIR_ENV",
            "SWEEP_JOIN"]
 
 
@@ -287,8 +289,16 @@ def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, Exper
     return runs
 
 
+# A folder laid out as params/ (``<profile>/<name>.yaml``) whose files take the place of the repository's for the
+# profiles it holds: how a rehearsal (dgro_lib.cli.rehearse) hands its shrunk params to the notebooks it executes.
+PARAMS_DIR_ENV = "DGRO_PARAMS_DIR"
+
+
 def find_params(experiment: str, profile: str, root: str | Path | None = None) -> Path:
-    """``params/<profile>/<experiment>.yaml`` under the repo (or ``root``); a clear error lists what exists."""
+    """``params/<profile>/<experiment>.yaml`` under the repo (or ``root``; or, without ``root``, the folder that the
+    environment variable ``DGRO_PARAMS_DIR`` names when it holds ``<profile>/``); a clear error lists what exists."""
+    if root is None and os.environ.get(PARAMS_DIR_ENV) and (Path(os.environ[PARAMS_DIR_ENV]) / profile).is_dir():
+        root = os.environ[PARAMS_DIR_ENV]
     root = Path(root) if root is not None else PARAMS
     path = root / profile / f"{experiment}.yaml"
     if not path.is_file():
