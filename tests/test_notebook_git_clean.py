@@ -1,13 +1,19 @@
 """Stepping through a notebook leaves ``git status`` clean: git keeps only ``notebooks/<name>.py``; the ``.ipynb``
 working copy that JupyterLab runs and saves (with its outputs) is ignored, and the paired ``.py`` that jupytext
 rewrites on save comes out byte-identical. Checked on a copy of the repository's files committed to a new git
-repository: the notebook is synced from its source (``make notebooks``), executed in place at the ``ci`` profile
-as Run All does, saved, and the pair synced as jupytext's contents manager does on save."""
+repository, through the same server JupyterLab talks to: the notebooks are written from their sources (``make
+notebooks``), a Jupyter server (with the jupytext extension JupyterLab loads) is started on the copy, the notebook is
+opened through its contents API, executed at the ``ci`` profile as Run All does, and saved back through the same API,
+as JupyterLab's save does; then ``git status`` must be empty."""
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 
 import nbformat
 from nbclient import NotebookClient
@@ -36,10 +42,41 @@ def test_run_all_and_save_leaves_git_status_clean(tmp_path, monkeypatch):
     monkeypatch.setenv("DGRO_PROFILE", "ci")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     subprocess.run([sys.executable, "-m", "dgro_lib.util.notebooks"], cwd=clone, check=True, env=os.environ.copy())
-    path = clone / "notebooks" / "dgro_theory.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    assert any(c.get("outputs") for c in nb.cells)  # it ran
-    nbformat.write(nb, path)  # JupyterLab's save
-    subprocess.run([sys.executable, "-m", "jupytext", "--sync", "--quiet", str(path)], check=True)  # the pairing
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}", "--allow-root",
+                               "--IdentityProvider.token=t", f"--ServerApp.root_dir={clone / 'notebooks'}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/dgro_theory.ipynb?token=t"
+        model = _request(url, wait=60)  # the notebook as JupyterLab opens it
+        nb = nbformat.from_dict(model["content"])
+        NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(clone / "notebooks")}}).execute()
+        assert any(c.get("outputs") for c in nb.cells)  # it ran
+        _request(url, data={"type": "notebook", "format": "json", "content": nb})  # JupyterLab's save
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert (clone / "notebooks" / "dgro_theory.ipynb").stat().st_size > 10_000  # the outputs were saved
     assert _git(clone, "status", "--porcelain") == ""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _request(url: str, data: dict | None = None, wait: float = 0.0) -> dict:
+    """GET (or PUT ``data`` to) the server's ``url``, retrying for ``wait`` seconds while it starts."""
+    deadline = time.monotonic() + wait
+    while True:
+        req = urllib.request.Request(url, method="PUT" if data is not None else "GET",
+                                     data=None if data is None else json.dumps(data).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.loads(r.read())
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
