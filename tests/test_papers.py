@@ -197,7 +197,7 @@ def _sweep(points, *, n_items=400, seeds=(0, 1, 2, 3)):
                             for p, (_, h) in points.items() for s in seeds for k in range(1, 21)])
     return SimpleNamespace(finals=finals, sampled=sampled, labelled=SimpleNamespace(metrics=metrics),
                            labels=list(points), sources=["synthetic/add"] * n_items,
-                           cfg=SimpleNamespace(extra={"sampled_eval": {"n_samples": 4}}))
+                           cfg=SimpleNamespace(knobs=SimpleNamespace(sampled_eval=SimpleNamespace(n_samples=4))))
 
 
 def test_dcpo_claims_grid_main_and_ablation(tmp_path):

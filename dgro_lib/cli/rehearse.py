@@ -45,6 +45,7 @@ import yaml
 from dgro_lib.config import find_params, load_config
 from dgro_lib.config.load import PARAMS_DIR_ENV
 from dgro_lib.runs.archive import ARCHIVE_ENV
+from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import OUTPUTS, PARAMS
 
 __all__ = ["shrink", "write_rehearsal_params", "rehearse", "main", "KNOB_CAPS", "PROFILES"]
@@ -123,8 +124,9 @@ def write_rehearsal_params(profile: str, root: Path) -> list[str]:
     for path in sorted((PARAMS / profile).glob("*.yaml")):
         shrunk = shrink(yaml.safe_load(path.read_text()))
         dest = target / path.name
-        dest.write_text(f"# {path.relative_to(PARAMS.parent)} shrunk for a CPU rehearsal (dgro_lib.cli.rehearse)\n"
-                        + yaml.safe_dump(shrunk, sort_keys=False, allow_unicode=True))
+        text = (f"# {path.relative_to(PARAMS.parent)} shrunk for a CPU rehearsal (dgro_lib.cli.rehearse)\n"
+                + yaml.safe_dump(shrunk, sort_keys=False, allow_unicode=True))
+        atomic_write(dest, lambda tmp, t=text: tmp.write_text(t))
         load_config(dest)  # a shrunk file that does not load is the rehearsal's error, named here
         names.append(path.stem)
     return names
@@ -149,7 +151,7 @@ def rehearse(profile: str, only: list[str] | None = None, root: Path | None = No
             else:
                 os.environ[key] = val
     table = pd.DataFrame(rows)
-    table.to_csv(root / "rehearsal.csv", index=False)
+    atomic_write(root / "rehearsal.csv", lambda tmp: table.to_csv(tmp, index=False))
     return table
 
 
