@@ -89,8 +89,9 @@ def seeds_needed(claims: pd.DataFrame, target: float = MDE_TARGET) -> pd.Series:
 
 
 def _seeds_cell(claims: pd.DataFrame, need: pd.Series) -> str:
-    """Per metric of a notebook's arm-vs-arm claims (in the order they appear), the most runs per arm any of them
-    needs for the target MDE: what it takes for every such comparison in that metric to be powered."""
+    """Per metric of a notebook's arm-vs-arm claims of the paper (in the order they appear; the project's own checks,
+    such as a positive control, are not the target), the most runs per arm any of them needs for the target MDE:
+    what it takes for every such comparison in that metric to be powered."""
     if need.empty:
         return "—"
     by = claims.loc[need.index, "metric"]
@@ -112,7 +113,8 @@ def _overview(table: pd.DataFrame) -> list[str]:
         pts = stat[(stat["unit"] == "points") & (stat["verdict"] != "not testable at this scale")]["mde"].dropna()
         mde = f"{pts.min():.1f}–{pts.max():.1f}" if len(pts) else "—"
         lines.append(f"| `{name}` | {len(g)} | " + " | ".join(str(int(counts.get(v, 0))) for v in VERDICTS)
-                     + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} | {_seeds_cell(g, seeds_needed(g))} |")
+                     + f" | {', '.join(map(str, seeds)) or '— (exact)'} | {mde} | "
+                     f"{_seeds_cell(g, seeds_needed(g[g['source'] == 'paper']))} |")
     return lines + ["", _tally(table)]
 
 
