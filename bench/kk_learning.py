@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--params", default=str(REPO / "bench" / "kk_pilot.yaml"))
     ap.add_argument("--train", action="store_true", help="train the runs the store and the archive lack")
+    ap.add_argument("--seeds", default=None,
+                    help="read these seeds instead of the params' (e.g. 0-15, or 0,1,2): every seed Figs. 1 and 3 hold")
     ap.add_argument("--csv", default=None, help="also write the table here")
     ap.add_argument("--figure", default=None, help="also draw every arm's curves: FIGURE.png beside FIGURE.csv")
     ap.add_argument("--store", default=str(REPO / "outputs" / "cpu" / "runs"),
@@ -137,6 +139,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     from dgro_lib.config.load import load_config
 
     cfg = load_config(args.params)
+    if args.seeds:
+        from dgro_lib.config import apply_overrides
+
+        lo, _, hi = args.seeds.partition("-")
+        seeds = list(range(int(lo), int(hi) + 1)) if hi else [int(x) for x in args.seeds.split(",")]
+        cfg = apply_overrides(cfg, {"seeds": seeds}, source="--seeds")
     store, archive = Path(args.store), REPO / "reference" / "cpu" / "runs"
     labelled, greedy, base = _runs(cfg, store, archive, args.train)
     table = arm_table(per_run_figures(labelled, greedy, cfg.train.max_steps), base)
