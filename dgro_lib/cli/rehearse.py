@@ -101,17 +101,14 @@ def shrink(raw: dict) -> dict:
             train["eval_every"] = per_batch
         if "save_steps" in train:
             train["save_steps"] = train["max_steps"]
-    if isinstance(ev, dict):
-        if ev.get("engine") == "vllm":
-            ev["engine"] = "hf"
-        if "ks" in ev:
-            ev["ks"] = [k for k in ev["ks"] if k <= ev.get("n_samples", 1)] or [1]
+    if isinstance(ev, dict) and ev.get("engine") == "vllm":
+        ev["engine"] = "hf"
     if "extra" in out:
         out["extra"] = _cap_knobs(out["extra"])
-        for key in ("sampled_eval", "greedy_eval", "base_candidate_eval"):
-            sub = out["extra"].get(key)
-            if isinstance(sub, dict) and "ks" in sub:
-                sub["ks"] = [k for k in sub["ks"] if k <= sub.get("n_samples", 1)] or [1]
+    protocols = [ev] + [v for v in (out.get("extra") or {}).values() if isinstance(v, dict)]
+    for protocol in protocols:  # the eval section and every evaluation knob: pass@k only for k <= n_samples
+        if isinstance(protocol, dict) and "ks" in protocol:
+            protocol["ks"] = [k for k in protocol["ks"] if k <= protocol.get("n_samples", 1)] or [1]
     return out
 
 

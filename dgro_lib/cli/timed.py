@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from dgro_lib.util.files import atomic_write
+from dgro_lib.util.manifest import git_info
 from dgro_lib.util.paths import OUTPUTS, REPO
 
 __all__ = ["record", "read_timing", "costs_block", "main", "TIMINGS"]
@@ -25,19 +26,11 @@ __all__ = ["record", "read_timing", "costs_block", "main", "TIMINGS"]
 TIMINGS = REPO / "reference" / "timings"
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def record(name: str, seconds: float, folder: Path = OUTPUTS / "timings", **extra) -> Path:
     """Write ``<folder>/<name>.json``: ``minutes`` (wall), ``date``, ``commit``, ``cores`` and ``extra``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    data = {"name": name, "minutes": round(seconds / 60, 1), "date": date.today().isoformat(), "commit": _commit(),
+    data = {"name": name, "minutes": round(seconds / 60, 1), "date": date.today().isoformat(), "commit": (git_info().get("commit") or "unknown")[:7],
             "cores": os.cpu_count(), **extra}
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
     return path
