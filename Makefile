@@ -96,7 +96,8 @@ site: $(STAMP)
 	$(PY) -m dgro_lib.cli.site --profile $(PROFILE)
 
 # A GPU profile's notebooks executed on this CPU with only the scale shrunk (dgro_lib/cli/rehearse.py: the one
-# override set); outputs/rehearse/$(PROFILE)/rehearsal.csv says which ran. PROFILE=gpu (paper: not yet).
+# override set; at paper also stand-ins for the hub checkpoints and a local mirror of the hub data sets);
+# outputs/rehearse/$(PROFILE)/rehearsal.csv says which ran. PROFILE=gpu or paper.
 rehearse: $(STAMP)
 	OMP_NUM_THREADS=1 TRL_EXPERIMENTAL_SILENCE=1 $(PY) -m dgro_lib.cli.rehearse --profile $(if $(filter cpu,$(PROFILE)),gpu,$(PROFILE)) $(if $(ONLY),--only $(ONLY),)
 

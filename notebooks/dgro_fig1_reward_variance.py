@@ -53,7 +53,7 @@ from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save
 from dgro_lib.analysis.probes import adam_scale_check, label_points
 from dgro_lib.models import load_model
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
-from dgro_lib.papers.notebook import draw_verdicts, open_notebook, show_claims
+from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.data_sources import load_eval_records, resolve_model_path
 
@@ -85,7 +85,7 @@ print(f"base model: held-out {cfg.eval.temperature and 'sampled pass@1' or 'gree
 # %%
 curves = learning_curves(labelled, by="point", smooth_window=5)
 fig = learning_bands_figure(curves, hue="point", order=k.labels, dashed=[k.control],
-                            title=f"DGRO Fig. 1 on the embedded miniature ({profile} profile)")
+                            title=f"DGRO Fig. 1 on {model_label(cfg)} ({profile} profile)")
 save_figure(fig, curves, out / "fig1_reward_variance")
 fig
 

@@ -46,7 +46,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_fig2_beta import claims
-from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
+from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.analysis.plots import grad_ratio_figure, learning_curves, learning_curves_figure, save_figure
 
@@ -74,7 +74,7 @@ print(f"base model: held-out greedy accuracy {base['accuracy']:.3f} on {base['n'
 # %%
 curves = learning_curves(labelled, by="point", smooth_window=max(1, t.max_steps // 15))
 fig = learning_curves_figure(curves, hue="point", hue_order=list(points["point"]),
-                             title=f"DGRO Fig. 2 on the embedded miniature ({profile} profile)")
+                             title=f"DGRO Fig. 2 on {model_label(cfg)} ({profile} profile)")
 save_figure(fig, curves, out / "fig2_beta")
 fig
 

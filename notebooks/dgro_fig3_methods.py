@@ -46,7 +46,7 @@ from dgro_lib.analysis.learning import arm_summary, run_learning
 from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save_figure
 from dgro_lib.analysis.probes import label_points
 from dgro_lib.papers.dgro_fig3_methods import claims
-from dgro_lib.papers.notebook import draw_verdicts, open_notebook, show_claims
+from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dgro_fig3_methods", profile, output_dir)
@@ -76,7 +76,7 @@ print(f"base model: held-out {cfg.eval.temperature and 'sampled pass@1' or 'gree
 # %%
 curves = learning_curves(labelled, by="point", smooth_window=5)
 fig = learning_bands_figure(curves, hue="point", order=k.labels,
-                            title=f"DGRO Fig. 3 on the embedded miniature ({profile} profile)")
+                            title=f"DGRO Fig. 3 on {model_label(cfg)} ({profile} profile)")
 save_figure(fig, curves, out / "fig3_methods")
 fig
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from dgro_lib.papers.dgro_fig4_math_entropy import claims
-from dgro_lib.papers.notebook import show_claims
+from dgro_lib.papers.notebook import model_label, show_claims
 from dgro_lib.config import apply_overrides, find_params, load_config
 from dgro_lib.runs.experiment import run_experiment
 from dgro_lib.analysis.math import entropy_trend
@@ -69,7 +69,7 @@ curves = steps.assign(progress=steps["step"] / steps.groupby("task")["step"].tra
 curves = smooth(curves.sort_values(["run", "step"]), ["entropy"], max(1, cfg.train.max_steps // 15), by=["run"])
 curves = curves.assign(step=curves["progress"].round(2))
 fig = training_curves(curves, {"entropy": "entropy (nats/token)"}, hue="task",
-                      title=f"DGRO Fig. 4 on the miniatures ({profile} profile)")
+                      title=f"DGRO Fig. 4: math on {model_label(cfg)}, K&K on {model_label(kk_cfg)} ({profile} profile)")
 fig.axes[0].set_xlabel("fraction of training")
 save_figure(fig, curves, out / "fig4_entropy")
 fig

@@ -42,7 +42,7 @@ from functools import partial
 
 from dgro_lib.analysis.probes import kk_size_table, kk_size_wide, method_labels
 from dgro_lib.papers.dgro_table2_kk import claims
-from dgro_lib.papers.notebook import open_notebook, show_claims
+from dgro_lib.papers.notebook import model_label, open_notebook, show_claims
 from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.analysis.plots import kk_size_figure, save_figure
@@ -74,7 +74,7 @@ wide.to_csv(out / "table2.csv", index=False)
 wide
 
 # %%
-fig = kk_size_figure(long, title=f"DGRO Table 2 on the embedded miniature ({profile} profile): pass@1 by people "
+fig = kk_size_figure(long, title=f"DGRO Table 2 on {model_label(cfg)} ({profile} profile): pass@1 by people "
                                  f"count, mean ± 1 s.d. over {len(cfg.seeds)} seeds")
 save_figure(fig, long, out / "table2_by_size")
 fig

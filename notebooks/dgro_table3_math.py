@@ -45,7 +45,7 @@ from functools import partial
 
 from dgro_lib.analysis.probes import label_points, rl_map_table
 from dgro_lib.papers.dgro_table3_math import claims
-from dgro_lib.papers.notebook import open_notebook, show_claims, draw_verdicts
+from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.config import config_to_dict
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.data_sources import load_eval_records
@@ -64,7 +64,8 @@ print(f"profile={profile}  base {cfg.model.path if cfg.model.path != 'embedded' 
 sampled_protocol = (cfg.knobs.sampled_eval.overrides(), cfg.knobs.sampled_eval_puzzles)  # computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[sampled_protocol])
 sampled = evaluate_runs(result, cfg, sampled_protocol[0], n_puzzles=sampled_protocol[1])  # read back from the store
-labeler = partial(run_labels, loss=config_to_dict(cfg)["loss"], keys=list(cfg.sweep))  # "DGRO [-3,3]"
+labeler = partial(run_labels, loss=config_to_dict(cfg)["loss"], scheme=cfg.reward.scheme,  # "DGRO [-3,3]"
+                  keys=list(cfg.sweep))
 finals = result.finals.assign(point=labeler(result.finals))
 eval_records = load_eval_records(cfg)
 sources = [r["source"] for r in eval_records]  # the benchmark of each held-out problem, in order
@@ -131,7 +132,7 @@ table.round(4)
 # %%
 curves = learning_curves(label_points(result, list(cfg.sweep), labeler=labeler), by="point",
                          smooth_window=max(1, t.max_steps // 15))
-fig = learning_curves_figure(curves, hue="point", title=f"DGRO on the math miniature ({profile} profile)")
+fig = learning_curves_figure(curves, hue="point", title=f"DGRO on {model_label(cfg)}, math ({profile} profile)")
 save_figure(fig, curves, out / "table3_training")
 fig
 

@@ -197,3 +197,16 @@ def test_kk_size_wide_and_claims():
     verdicts, _ = judge_family([r["_est"] for r in at.values()], ["higher"] * 3,
                                untestable=[r["_untestable"] for r in at.values()])
     assert verdicts[2] == "not testable at this scale"  # nobody solves 8 people
+
+
+def test_run_labels_take_the_configs_scheme_when_the_sweep_varies_only_the_data():
+    """DGRO Table 3 at ``paper`` sweeps data.math_train alone: the label's reward range is the config's."""
+    from dgro_lib.analysis.math import run_labels
+
+    df = pd.DataFrame({"data.math_train": ["deepscaler", "orz"]})
+    got = run_labels(df, loss={"name": "dgro"}, keys=["data.math_train"], scheme="[-3,3]")
+    assert got.tolist() == ["DGRO [-3,3] on deepscaler", "DGRO [-3,3] on orz"]
+    swept = pd.DataFrame({"reward.scheme": ["[-5,5]"]})
+    assert run_labels(swept, loss={"name": "dgro"}, keys=["reward.scheme"], scheme="[-3,3]").tolist() == ["DGRO [-5,5]"]
+    with pytest.raises(ValueError, match="no `reward.scheme` column and no scheme="):
+        run_labels(df, loss={"name": "dgro"}, keys=["data.math_train"])

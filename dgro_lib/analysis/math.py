@@ -107,11 +107,12 @@ def entropy_trend(metrics: pd.DataFrame, *, by: str = "point", column: str = "en
     return pd.DataFrame(rows)
 
 
-def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str]) -> pd.Series:
-    """One label per row: the method (:func:`dgro_lib.analysis.probes.method_labels`, e.g. ``DGRO [-3,3]``), followed by
-    the values of the other swept keys (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that
-    points differing only in their data are not pooled into one row."""
-    labels = method_labels(df, loss=loss)
+def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str], scheme: str | None = None) -> pd.Series:
+    """One label per row: the method (:func:`dgro_lib.analysis.probes.method_labels`, e.g. ``DGRO [-3,3]``; ``loss``
+    and ``scheme`` are the config's, for a sweep that varies neither), followed by the values of the other swept keys
+    (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that points differing only in their data
+    are not pooled into one row."""
+    labels = method_labels(df, loss=loss, scheme=scheme)
     other = [k for key in keys for k in key.split("|") if k not in ("loss", "reward.scheme")]
     if not other:
         return labels

@@ -331,11 +331,12 @@ __all__ += ["label_points", "paired_between_points", "entropy_fluctuation"]
 METHOD_NAMES = {"dgro": "DGRO", "grpo": "GRPO", "online_dpo": "Online DPO", "kimi": "Kimi k1.5", "dro": "DRO"}
 
 
-def method_labels(df: pd.DataFrame, *, loss: dict | None = None) -> pd.Series:
+def method_labels(df: pd.DataFrame, *, loss: dict | None = None, scheme: str | None = None) -> pd.Series:
     """One label per row of a sweep over ``loss`` (a dict per row, as the sweep point stores it) and
     ``reward.scheme``: the method's name, with the reward range for the reward-scale-sensitive DGRO family
     (``DGRO [-5,5]``); GRPO normalises by the group's s.d. and online DPO only ranks, so their scheme is not named.
-    ``loss``: the config's loss section, for rows of a sweep that does not vary it."""
+    ``loss`` and ``scheme``: the config's loss section and reward scheme, for rows of a sweep that does not vary
+    them (DGRO Table 3 at ``paper`` sweeps only the training set)."""
     def one(r) -> str:
         # a metrics row's own `loss` is TRL's logged loss value (a float), not the sweep point's loss section
         value = r["loss"] if "loss" in r.index and isinstance(r["loss"], (dict, str)) else loss
@@ -343,7 +344,12 @@ def method_labels(df: pd.DataFrame, *, loss: dict | None = None) -> pd.Series:
             raise ValueError("method_labels: the rows have no `loss` column and no loss= was given")
         loss_ = value if isinstance(value, dict) else json.loads(value)
         name = METHOD_NAMES.get(loss_["name"], loss_["name"])
-        return f"{name} {r['reward.scheme']}" if loss_["name"] in ("dgro", "kimi", "dro") else name
+        if loss_["name"] not in ("dgro", "kimi", "dro"):
+            return name
+        range_ = r["reward.scheme"] if "reward.scheme" in r.index else scheme
+        if range_ is None:
+            raise ValueError("method_labels: the rows have no `reward.scheme` column and no scheme= was given")
+        return f"{name} {range_}"
     return df.apply(one, axis=1)
 
 

@@ -50,8 +50,13 @@ def list_notebooks() -> list[str]:
     return notebook_names()
 
 
-def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True) -> Path:
+def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progress: bool = True,
+                 parameters: dict | None = None, variant: str = "") -> Path:
     """Execute one notebook with papermill; returns the executed notebook's path. Errors propagate.
+
+    ``parameters`` are papermill parameters beside ``profile`` and ``output_dir`` (e.g. DCPO Table 2's
+    ``backbone``); ``variant`` is appended to the output folder's name, so that executions with other parameters
+    keep their own results (``<name><variant>/``).
 
     papermill writes its output notebook cell by cell, so it writes to a temporary file that becomes
     ``<name>.ipynb`` only when the notebook finished; a notebook that fails is kept as ``<name>.failed.ipynb``
@@ -59,7 +64,7 @@ def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progre
     import papermill as pm  # an optional dependency (the notebooks extra), needed only to run notebooks
 
     src = read_notebook(name)  # from the .py source: a local .ipynb's outputs or edits play no part
-    out_dir = output_root / profile / name
+    out_dir = output_root / profile / f"{name}{variant}"
     out_dir.mkdir(parents=True, exist_ok=True)
     executed = out_dir / f"{name}.ipynb"
     failed = out_dir / f"{name}.failed.ipynb"
@@ -68,7 +73,7 @@ def run_notebook(name: str, profile: str, *, output_root: Path = OUTPUTS, progre
             pm.execute_notebook(
                 src,
                 str(tmp),
-                parameters={"profile": profile, "output_dir": str(out_dir)},
+                parameters={"profile": profile, "output_dir": str(out_dir), **(parameters or {})},
                 cwd=str(NOTEBOOKS),
                 progress_bar=progress,
                 kernel_name="python3",

@@ -10,6 +10,7 @@ A notebook's own cells then hold only what differs between notebooks: its sweep,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -20,7 +21,7 @@ from dgro_lib.config import find_params, load_config
 from dgro_lib.config.schema import ExperimentConfig
 from dgro_lib.report.claims import claims_display, write_claims
 
-__all__ = ["open_notebook", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
+__all__ = ["open_notebook", "model_label", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
 
 
 def open_notebook(name: str, profile: str, output_dir: str | Path | None = None) -> tuple[ExperimentConfig, Path]:
@@ -29,6 +30,18 @@ def open_notebook(name: str, profile: str, output_dir: str | Path | None = None)
     notebooks folder, where papermill runs a notebook)."""
     cfg = load_config(find_params(name, profile))
     return cfg, Path(output_dir or f"../outputs/{profile}/{name}")
+
+
+def model_label(cfg: ExperimentConfig) -> str:
+    """What a figure's title calls the base model of ``cfg``: "the embedded miniature", the hub id, a local folder's
+    name, or for a rehearsal's stand-in (:mod:`dgro_lib.models.standins`) "a stand-in for <hub id>"."""
+    path = cfg.model.path
+    if path == "embedded":
+        return "the embedded miniature"
+    folder = Path(path)
+    if (folder / "standin.json").is_file():
+        return f"a stand-in for {json.loads((folder / 'standin.json').read_text())['stands_in_for']}"
+    return folder.name if folder.is_dir() else path
 
 
 def show_claims(out: str | Path, rows: Sequence[dict]) -> pd.DataFrame:

@@ -253,6 +253,16 @@ class DGROTrainer(DivergenceGuard, GRPOTrainer):
             self._last_rollout = RolloutRecord(rows, stats, candidates)
         return batch
 
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log, plus ``gpu/peak_memory_gib`` where training runs on a GPU: the most memory torch held on this
+        process's device since the previous log (the peak is reset after each), the number a GPU user sizes
+        ``per_device`` batches and ``vllm_gpu_memory_utilization`` by. Nothing is added on the CPU."""
+        device = self.accelerator.device
+        if device.type == "cuda":
+            logs["gpu/peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+            torch.cuda.reset_peak_memory_stats(device)
+        super().log(logs, start_time)
+
     def _note_loss(self, loss: torch.Tensor) -> None:
         self._rank_loss[0] += float(loss.detach())
         self._rank_loss[1] += 1

@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from dgro_lib.util.paths import REPO
+from dgro_lib.util.paths import REPO, hub_mirror_path
 
 # Re-exports: the names below were all defined in this module before the split; callers keep using ``kk.<name>``.
 # ``_solution_text`` is reached by the tests.
@@ -244,7 +244,8 @@ def load_kk(path: str | Path, *, people: int | Sequence[int] | None = None,
 
 def load_kk_hub(name: str = "K-and-K/knights-and-knaves", subset: str = "test", split: str | int = "3ppl",
                 *, limit: int | None = None) -> list[dict]:
-    """Load one split of the K&K data set from the Hugging Face Hub via ``datasets.load_dataset``.
+    """Load one split of the K&K data set from the Hugging Face Hub via ``datasets.load_dataset``, or from the
+    local copy under ``$DGRO_HUB_MIRROR`` when that is set (:func:`dgro_lib.util.paths.hub_mirror_path`).
 
     Args:
       name: the Hub data set.
@@ -258,6 +259,12 @@ def load_kk_hub(name: str = "K-and-K/knights-and-knaves", subset: str = "test", 
     """
     if isinstance(split, int):
         split = f"{split}ppl"
+    local = hub_mirror_path(name)
+    if local is not None:  # a local copy of the Hub repository: <subset>/people<N>_num<M>.jsonl, as the Hub has it
+        m = re.fullmatch(r"(\d+)ppl", split)
+        if m is None:
+            raise ValueError(f"split {split!r}: expected '<N>ppl' (2ppl ... 8ppl) or an int")
+        return load_kk(local / subset, people=int(m.group(1)), limit=limit)
     try:
         import datasets  # lazy: optional and slow to import, only the Hub needs it
     except ImportError as exc:

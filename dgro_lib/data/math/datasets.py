@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from dgro_lib.util.paths import hub_mirror_path
 from dgro_lib.data.math.records import (
     _fields_of,
     dapo_problem,
@@ -232,7 +233,8 @@ def load_math(name: str, *, split: str | None = None, limit: int | None = None,
         of them, holding records with the Hub's field names. It takes precedence over the Hub. In a
         directory, files whose name has the split as a token (``test.jsonl``,
         ``test-00000-of-00001.parquet``) are used; when no file names a split, all files are used;
-        when files name other splits only, FileNotFoundError.
+        when files name other splits only, FileNotFoundError. Without it, ``$DGRO_HUB_MIRROR`` (when set) names
+        the copy: ``<mirror>/<hub id>[/<config>]`` (:func:`dgro_lib.util.paths.hub_mirror_path`).
 
     Raises:
       ValueError: unknown ``name`` (lists the valid ones), a bad ``limit``, or a record whose
@@ -246,6 +248,8 @@ def load_math(name: str, *, split: str | None = None, limit: int | None = None,
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
     split = spec.split if split is None else split
+    if local_path is None:  # a local copy of the Hub repository, when $DGRO_HUB_MIRROR is set
+        local_path = hub_mirror_path(spec.hub_id, spec.config)
     if local_path is not None:
         rows: Iterable[tuple[str, Any]] = (
             (f"{f}: row {i}", r) for f in _local_files(Path(local_path), split, canonical)
