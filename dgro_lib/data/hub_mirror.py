@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dgro_lib.data import kk
+from dgro_lib.util.files import atomic_write
 from dgro_lib.data.math.datasets import MATH_DATASETS, resolve_dataset
 from dgro_lib.data.math.generate import KINDS, generate_math
 from dgro_lib.data.math.records import (
@@ -110,10 +111,9 @@ def math_hub_record(name: str, problem: str, answer: str, *, distractors: Sequen
 
 
 def _write_jsonl(path: Path, records: Iterable[Any]) -> Path:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # a reader never sees half a file
     return path
 
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dgro_lib.util.files import atomic_write
+
 __all__ = ["FLAVOURS", "FAMILIES", "standin_family", "build_tokenizer", "build_tiny_model", "build_standin"]
 
 QWEN25_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -167,5 +169,6 @@ def build_standin(hub_id: str, path: str | Path, *, seed: int = 0) -> Path:
         return path
     path.mkdir(parents=True, exist_ok=True)
     build_tiny_model(build_tokenizer(flavour), path, seed=seed, arch=arch)
-    marker.write_text(json.dumps(record, indent=1) + "\n")
+    # written last, atomically: a folder whose build was cut short has no marker and is built again
+    atomic_write(marker, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n"))
     return path
