@@ -36,7 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-import gpu_check  # noqa: E402  (bench/gpu_check.py: the refusal, the peak table, the JSON writer)
+import gpu_check  # noqa: E402  (bench/gpu_check.py: the refusal and the peak table)
+
+from dgro_lib.util.files import write_json  # noqa: E402
 
 NOTEBOOK = "dgro_fig1_reward_variance"
 #: the notebook run's params, over the gpu profile's file: one seed, 20 optimizer steps, 100 held-out puzzles
@@ -49,10 +51,8 @@ GPU_CHECK_ARGS = ["--prompts", "128", "--new-tokens", "256", "--train-steps", "6
 
 
 def write(out: Path, result: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "device_check.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1, default=str))
-    os.replace(tmp, out / "device_check.json")
+    """``out/device_check.json``, atomically: a stage killed part-way leaves the previous stages' version."""
+    write_json(out / "device_check.json", result)
 
 
 def short_params(root: Path) -> Path:

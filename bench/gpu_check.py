@@ -52,10 +52,9 @@ def cuda_refusal() -> str | None:
 def write_result(out: Path, result: dict) -> None:
     """``out/gpu_check.json`` through a temporary file and a rename: a kill leaves the previous version, not half a
     file."""
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "gpu_check.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out / "gpu_check.json")
+    from dgro_lib.util.files import write_json
+
+    write_json(out / "gpu_check.json", result)
 
 
 def build_model(shape: dict, path: Path, dtype: torch.dtype):

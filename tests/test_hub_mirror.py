@@ -6,7 +6,8 @@ to the Hub."""
 import pytest
 
 from dgro_lib.data import kk
-from dgro_lib.data.hub_mirror import KK_HUB_ID, math_hub_record, write_kk_mirror, write_math_mirror
+from dgro_lib.data.hub_mirror import math_hub_record, write_kk_mirror, write_math_mirror
+from dgro_lib.data.kk import KK_HUB_ID
 from dgro_lib.data.math import MATH_DATASETS, load_math
 from dgro_lib.data.math.generate import KINDS, generate_math
 from dgro_lib.data.math.records import CHOICE_LETTERS

@@ -73,10 +73,11 @@ def test_dgro_figs_1_3_one_dcpo_and_one_math_notebook_rehearse_to_their_last_cel
 
 def test_paper_hub_checkpoints_and_data_sets_are_found_and_only_the_models_replaced():
     raw = yaml.safe_load((PARAMS / "paper" / "dcpo_table2_main.yaml").read_text())
-    assert rehearse.hub_models(raw) == ["Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-Math-7B", "Qwen/Qwen3-4B"]
-    kk_hub, names = rehearse.hub_datasets(raw)
+    cfg = load_config(PARAMS / "paper" / "dcpo_table2_main.yaml")
+    assert rehearse.hub_models(cfg) == ["Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-Math-7B", "Qwen/Qwen3-4B"]
+    kk_hub, names = rehearse.hub_datasets(cfg)
     assert not kk_hub and {"dapo17k", "aime24", "hmmt25", "gpqa_diamond", "mmlu_pro"} <= set(names)
-    models = {m: f"/standins/{i}" for i, m in enumerate(rehearse.hub_models(raw))}
+    models = {m: f"/standins/{i}" for i, m in enumerate(rehearse.hub_models(cfg))}
     shrunk = rehearse.shrink(raw, models)
     (key,) = [k for k in shrunk["sweep"] if "model.path" in k]
     assert [e[0] for e in shrunk["sweep"][key]] == ["/standins/0", "/standins/1", "/standins/2"]
@@ -85,9 +86,9 @@ def test_paper_hub_checkpoints_and_data_sets_are_found_and_only_the_models_repla
     assert {k: v for k, v in shrunk["data"].items() if k not in sizes} == raw["data"]  # still source: hub
     assert shrunk["data"]["n_eval"] == 4  # the schema's default (400 per benchmark) capped
     fig1 = yaml.safe_load((PARAMS / "paper" / "dgro_fig1_reward_variance.yaml").read_text())
-    assert rehearse.hub_datasets(fig1) == (True, [])
+    assert rehearse.hub_datasets(load_config(PARAMS / "paper" / "dgro_fig1_reward_variance.yaml")) == (True, [])
     assert rehearse.shrink(fig1, {fig1["model"]["path"]: "/s"})["model"]["path"] == "/s"
-    assert rehearse.hub_models(yaml.safe_load((PARAMS / "gpu" / "dgro_fig1_reward_variance.yaml").read_text())) == []
+    assert rehearse.hub_models(load_config(PARAMS / "gpu" / "dgro_fig1_reward_variance.yaml")) == []
 
 
 def test_a_paper_rollout_batch_is_cut_to_a_divisor_that_still_splits():

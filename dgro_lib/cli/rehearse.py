@@ -55,8 +55,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from dgro_lib.config import find_params, load_config
-from dgro_lib.config.schema import DataConfig, EvalConfig, TrainConfig
+from dgro_lib.config import expand_sweep, find_params, load_config
+from dgro_lib.config.schema import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from dgro_lib.config.load import PARAMS_DIR_ENV
 from dgro_lib.runs.archive import ARCHIVE_ENV
 from dgro_lib.util.files import atomic_write
@@ -108,32 +108,25 @@ def _sweep_values(raw: dict, key: str) -> list[tuple[str, int | None]]:
     return out
 
 
-def _values(raw: dict, section: str, key: str) -> list:
-    """Every value ``section.key`` takes in ``raw``: the file's own and the sweep's."""
-    found = [raw[section][key]] if isinstance(raw.get(section), dict) and key in raw[section] else []
-    for sweep_key, pos in _sweep_values(raw, f"{section}.{key}"):
-        found += [entry if pos is None else entry[pos] for entry in raw["sweep"][sweep_key]]
-    return found
+def _runs(cfg: ExperimentConfig) -> list[ExperimentConfig]:
+    """The run config of each sweep point of ``cfg`` (the first seed's: the seeds share it)."""
+    return [run for _, seed, run in expand_sweep(cfg) if seed == cfg.seeds[0]]
 
 
-def hub_models(raw: dict) -> list[str]:
-    """The hub checkpoints a params mapping names (``model.path``, also in a sweep), in order, each once."""
-    return list(dict.fromkeys(v for v in _values(raw, "model", "path")
-                              if isinstance(v, str) and v != "embedded" and is_hub_id(v) and not Path(v).exists()))
+def hub_models(cfg: ExperimentConfig) -> list[str]:
+    """The hub checkpoints ``cfg``'s runs start from (``model.path``, also where a sweep sets it), in order, each
+    once."""
+    return list(dict.fromkeys(r.model.path for r in _runs(cfg)
+                              if r.model.path != "embedded" and is_hub_id(r.model.path)
+                              and not Path(r.model.path).exists()))
 
 
-def hub_datasets(raw: dict) -> tuple[bool, list[str]]:
-    """``(K&K from the hub?, the math data sets it loads from the hub)`` of a params mapping (also in a sweep)."""
-    data = raw.get("data") or {}
-    if data.get("source") != "hub":
-        return False, []
-    if data.get("task", "kk") == "kk":
-        return True, []
-    names = []
-    for key in ("math_train", "math_eval"):
-        for v in _values(raw, "data", key):
-            names += v if isinstance(v, list) else [v]
-    return False, list(dict.fromkeys(names))
+def hub_datasets(cfg: ExperimentConfig) -> tuple[bool, list[str]]:
+    """``(K&K from the hub?, the math data sets loaded from the hub)`` of ``cfg``'s runs (also where a sweep sets
+    them)."""
+    runs = [r for r in _runs(cfg) if r.data.source == "hub"]
+    names = [n for r in runs if r.data.task == "math" for n in (r.data.math_train, *r.data.math_eval)]
+    return any(r.data.task == "kk" for r in runs), list(dict.fromkeys(names))
 
 
 def _replace_models(out: dict, models: dict[str, str]) -> None:
@@ -222,25 +215,25 @@ def shrink(raw: dict, models: dict[str, str] | None = None) -> dict:
     return out
 
 
-def _stand_ins(raws: list[dict], root: Path) -> dict[str, str]:
-    """Build the stand-in of every hub checkpoint in ``raws`` under ``<root>/models/``; hub id -> folder."""
+def _stand_ins(cfgs: list[ExperimentConfig], root: Path) -> dict[str, str]:
+    """Build the stand-in of every hub checkpoint of ``cfgs`` under ``<root>/models/``; hub id -> folder."""
     from dgro_lib.models.standins import build_standin
 
     models = {}
-    for hub_id in dict.fromkeys(m for raw in raws for m in hub_models(raw)):
+    for hub_id in dict.fromkeys(m for cfg in cfgs for m in hub_models(cfg)):
         folder = root / "models" / hub_id.replace("/", "__")
         print(f"[rehearse] stand-in for {hub_id}: {folder}", flush=True)
         models[hub_id] = str(build_standin(hub_id, folder))
     return models
 
 
-def _hub_mirror(raws: list[dict], root: Path) -> Path | None:
-    """Write the local mirror of every hub data set in ``raws`` under ``<root>/hub/`` (None when none is named)."""
+def _hub_mirror(cfgs: list[ExperimentConfig], root: Path) -> Path | None:
+    """Write the local mirror of every hub data set of ``cfgs`` under ``<root>/hub/`` (None when none is named)."""
     from dgro_lib.data.hub_mirror import write_kk_mirror, write_math_mirror
 
     kk_any, math_names = False, []
-    for raw in raws:
-        kk_hub, names = hub_datasets(raw)
+    for cfg in cfgs:
+        kk_hub, names = hub_datasets(cfg)
         kk_any, math_names = kk_any or kk_hub, math_names + names
     if not kk_any and not math_names:
         return None
@@ -260,8 +253,9 @@ def write_rehearsal_params(profile: str, root: Path) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
     paths = sorted((PARAMS / profile).glob("*.yaml"))
     raws = [yaml.safe_load(p.read_text()) for p in paths]
-    models = _stand_ins(raws, root)
-    _hub_mirror(raws, root)
+    cfgs = [load_config(p) for p in paths]  # the files as a GPU node reads them: their runs name models and data
+    models = _stand_ins(cfgs, root)
+    _hub_mirror(cfgs, root)
     names = []
     for path, raw in zip(paths, raws):
         shrunk = shrink(raw, models)
@@ -312,7 +306,8 @@ def _merge_rows(path: Path, table: pd.DataFrame) -> None:
 
 
 def _backbones(name: str, profile: str) -> list[str | None]:
-    """The backbones a notebook is executed for: each model of a sweep that pairs models with their benchmark suites
+    """The backbones a notebook is executed for (its params through the lookup the notebook makes, so at a
+    rehearsal the shrunk file): each model of a sweep that pairs models with their benchmark suites
     (DCPO Table 2 at ``paper``: one execution per backbone, its ``backbone`` parameter), else [None] (one
     execution)."""
     from dgro_lib.analysis.dcpo import BACKBONE_KEY
@@ -326,7 +321,6 @@ def _run(names: list[str], profile: str, root: Path) -> list[dict]:
 
     rows = []
     for name, backbone in [(n, b) for n in names for b in _backbones(n, profile)]:
-        find_params(name, profile)  # the shrunk file, through the same lookup the notebook makes
         t0 = time.time()
         label = name + (f" [backbone {Path(backbone).name}]" if backbone else "")
         print(f"[rehearse] {label} (profile {profile}, shrunk)", flush=True)

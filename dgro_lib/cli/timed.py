@@ -30,7 +30,8 @@ def record(name: str, seconds: float, folder: Path = OUTPUTS / "timings", **extr
     """Write ``<folder>/<name>.json``: ``minutes`` (wall), ``date``, ``commit``, ``cores`` and ``extra``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    data = {"name": name, "minutes": round(seconds / 60, 1), "date": date.today().isoformat(), "commit": (git_info().get("commit") or "unknown")[:7],
+    commit = (git_info().get("commit") or "unknown")[:7]
+    data = {"name": name, "minutes": round(seconds / 60, 1), "date": date.today().isoformat(), "commit": commit,
             "cores": os.cpu_count(), **extra}
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
     return path

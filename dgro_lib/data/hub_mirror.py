@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dgro_lib.data import kk
+from dgro_lib.data.kk import KK_HUB_ID
 from dgro_lib.util.files import atomic_write
+from dgro_lib.util.paths import hub_copy_dir
 from dgro_lib.data.math.datasets import MATH_DATASETS, resolve_dataset
 from dgro_lib.data.math.generate import KINDS, generate_math
 from dgro_lib.data.math.records import (
@@ -41,11 +43,7 @@ from dgro_lib.data.math.records import (
     olympiad_answer,
 )
 
-__all__ = ["KK_HUB_ID", "math_hub_record", "write_kk_mirror", "write_math_mirror"]
-
-KK_HUB_ID = "K-and-K/knights-and-knaves"
-"""The K&K data set's Hub id (:func:`dgro_lib.data.kk.load_kk_hub`'s default)."""
-
+__all__ = ["math_hub_record", "write_kk_mirror", "write_math_mirror"]
 
 def _set_path(record: Any, path: str, value: Any) -> Any:
     """``record`` with ``value`` at the dotted ``path`` (a digit segment indexes a list, created as needed); the
@@ -112,7 +110,6 @@ def math_hub_record(name: str, problem: str, answer: str, *, distractors: Sequen
 
 def _write_jsonl(path: Path, records: Iterable[Any]) -> Path:
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # a reader never sees half a file
     return path
 
@@ -122,7 +119,7 @@ def write_kk_mirror(root: str | Path, *, people: Iterable[int] = range(2, 9), n_
     """Write generated K&K puzzles as the Hub's ``K-and-K/knights-and-knaves`` holds them, under ``root``:
     ``train/people<N>_num<n_train>.jsonl`` and ``test/people<N>_num<n_test>.jsonl`` for each N in ``people``,
     the two splits drawn from different seeds. Returns the data set's folder."""
-    base = Path(root) / KK_HUB_ID
+    base = hub_copy_dir(root, KK_HUB_ID)
     for p in people:
         for subset, n, offset in (("train", n_train, 0), ("test", n_test, 500)):
             _write_jsonl(base / subset / f"people{p}_num{n}.jsonl", kk.generate(p, n, seed=seed * 1000 + offset + p))
@@ -149,6 +146,5 @@ def write_math_mirror(root: str | Path, names: Iterable[str], *, n: int = 16, se
             wanted = 3 if spec.record_post is gpqa_record else min(9, max(1, len(wrong)))
             wrong = (wrong + [f"{r['answer']} + {k}" for k in range(1, 10)])[:wanted]
             records.append(math_hub_record(name, r["problem"], r["answer"], distractors=wrong))
-        folder = Path(root) / spec.hub_id / spec.config if spec.config else Path(root) / spec.hub_id
-        written.append(_write_jsonl(folder / f"{spec.split}.jsonl", records))
+        written.append(_write_jsonl(hub_copy_dir(root, spec.hub_id, spec.config) / f"{spec.split}.jsonl", records))
     return written

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from dgro_lib.util.files import atomic_write
 
-__all__ = ["FLAVOURS", "FAMILIES", "standin_family", "build_tokenizer", "build_tiny_model", "build_standin"]
+__all__ = ["FLAVOURS", "FAMILIES", "standin_family", "build_tokenizer", "build_tiny_model", "standin_record",
+           "build_standin"]
 
 QWEN25_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                   "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -157,6 +158,16 @@ def build_tiny_model(tokenizer, path: Path, *, seed: int = 0, arch: str = "qwen2
     return path
 
 
+MARKER = "standin.json"
+
+
+def standin_record(path: str | Path) -> dict | None:
+    """What the folder ``path`` stands in for (its ``standin.json``: hub id, architecture, tokenizer, seed), or None
+    for a folder that is not a stand-in."""
+    marker = Path(path) / MARKER
+    return json.loads(marker.read_text()) if marker.is_file() else None
+
+
 def build_standin(hub_id: str, path: str | Path, *, seed: int = 0) -> Path:
     """The stand-in of ``hub_id`` at ``path`` (built once: a folder whose ``standin.json`` names the same id, seed
     and family is reused). ``standin.json`` records what it stands in for."""
@@ -164,11 +175,10 @@ def build_standin(hub_id: str, path: str | Path, *, seed: int = 0) -> Path:
     arch, flavour = standin_family(hub_id)
     record = {"stands_in_for": hub_id, "arch": arch, "tokenizer": flavour, "seed": seed,
               "weights": "random (1 layer, hidden size 16)"}
-    marker = path / "standin.json"
-    if marker.is_file() and json.loads(marker.read_text()) == record and (path / "config.json").is_file():
+    if standin_record(path) == record and (path / "config.json").is_file():
         return path
     path.mkdir(parents=True, exist_ok=True)
     build_tiny_model(build_tokenizer(flavour), path, seed=seed, arch=arch)
     # written last, atomically: a folder whose build was cut short has no marker and is built again
-    atomic_write(marker, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n"))
+    atomic_write(path / MARKER, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n"))
     return path

@@ -10,7 +10,6 @@ A notebook's own cells then hold only what differs between notebooks: its sweep,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -19,6 +18,7 @@ import pandas as pd
 from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.config import find_params, load_config
 from dgro_lib.config.schema import ExperimentConfig
+from dgro_lib.models.standins import standin_record
 from dgro_lib.report.claims import claims_display, write_claims
 
 __all__ = ["open_notebook", "model_label", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
@@ -38,10 +38,9 @@ def model_label(cfg: ExperimentConfig) -> str:
     path = cfg.model.path
     if path == "embedded":
         return "the embedded miniature"
-    folder = Path(path)
-    if (folder / "standin.json").is_file():
-        return f"a stand-in for {json.loads((folder / 'standin.json').read_text())['stands_in_for']}"
-    return folder.name if folder.is_dir() else path
+    if (record := standin_record(path)) is not None:
+        return f"a stand-in for {record['stands_in_for']}"
+    return Path(path).name if Path(path).is_dir() else path
 
 
 def show_claims(out: str | Path, rows: Sequence[dict]) -> pd.DataFrame:

@@ -7,7 +7,8 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["REPO", "PARAMS", "NOTEBOOKS", "OUTPUTS", "HUB_ID", "is_hub_id", "HUB_MIRROR_ENV", "hub_mirror_path"]
+__all__ = ["REPO", "PARAMS", "NOTEBOOKS", "OUTPUTS", "HUB_ID", "is_hub_id", "HUB_MIRROR_ENV", "hub_copy_dir",
+           "hub_mirror_path"]
 
 REPO = Path(__file__).resolve().parents[2]  # dgro_lib/util/paths.py -> the repository
 PARAMS = REPO / "params"  # params/<profile>/<notebook>.yaml
@@ -29,6 +30,14 @@ set's repository lays it out (``huggingface-cli download --repo-type dataset <id
 When set, every ``data.source: hub`` load reads the copy instead of the Hub (:func:`hub_mirror_path`)."""
 
 
+def hub_copy_dir(root: str | Path, hub_id: str, config: str | None = None) -> Path:
+    """Where a mirror rooted at ``root`` keeps data set ``hub_id`` (its ``config`` folder, when given):
+    ``<root>/<owner>/<name>[/<config>]``, the layout its readers (:func:`hub_mirror_path`) and its writers
+    (:mod:`dgro_lib.data.hub_mirror`) share."""
+    path = Path(root) / hub_id
+    return path / config if config else path
+
+
 def hub_mirror_path(hub_id: str, config: str | None = None) -> Path | None:
     """The copy of data set ``hub_id`` (its ``config`` folder, when given) under ``$DGRO_HUB_MIRROR``, or None when
     the variable is unset. FileNotFoundError when the variable names no folder, or the folder holds no copy of
@@ -39,7 +48,7 @@ def hub_mirror_path(hub_id: str, config: str | None = None) -> Path | None:
     base = Path(root).expanduser()
     if not base.is_dir():
         raise FileNotFoundError(f"{HUB_MIRROR_ENV}={root!r} is not a directory")
-    path = base / hub_id / config if config else base / hub_id
+    path = hub_copy_dir(base, hub_id, config)
     if not path.is_dir():
         raise FileNotFoundError(f"{HUB_MIRROR_ENV}={root!r} holds no copy of the Hub data set {hub_id!r}"
                                 + (f" (config {config!r})" if config else "") + f": {path} is missing")

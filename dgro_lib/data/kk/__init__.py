@@ -58,6 +58,7 @@ from dgro_lib.data.kk.render import (
 from dgro_lib.data.kk.trace import header_words  # the formal template's quiz; trace renders from logic / render
 
 __all__ = [
+    "KK_HUB_ID",
     "PersonStatement",
     "OPERATORS",
     "OFFICIAL_KEYS",
@@ -242,7 +243,11 @@ def load_kk(path: str | Path, *, people: int | Sequence[int] | None = None,
     return out
 
 
-def load_kk_hub(name: str = "K-and-K/knights-and-knaves", subset: str = "test", split: str | int = "3ppl",
+KK_HUB_ID = "K-and-K/knights-and-knaves"
+"""The K&K data set's Hub id."""
+
+
+def load_kk_hub(name: str = KK_HUB_ID, subset: str = "test", split: str | int = "3ppl",
                 *, limit: int | None = None) -> list[dict]:
     """Load one split of the K&K data set from the Hugging Face Hub via ``datasets.load_dataset``, or from the
     local copy under ``$DGRO_HUB_MIRROR`` when that is set (:func:`dgro_lib.util.paths.hub_mirror_path`).
