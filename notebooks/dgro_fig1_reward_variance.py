@@ -47,12 +47,12 @@ output_dir = None  # default: ../outputs/<profile>/dgro_fig1_reward_variance
 workers = None  # parallel runs (default: the params file's `workers`)
 
 # %%
-from dgro_lib.analysis.dcpo import sweep_labels
-from dgro_lib.analysis.learning import arm_summary, run_learning
+from dgro_lib.analysis.learning import arm_summary
 from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save_figure
-from dgro_lib.analysis.probes import adam_scale_check, label_points
+from dgro_lib.analysis.probes import adam_scale_check
 from dgro_lib.models import load_model
 from dgro_lib.papers.dgro_fig1_reward_variance import claims
+from dgro_lib.papers.learning import read_learning_runs
 from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 from dgro_lib.runs.data_sources import load_eval_records, resolve_model_path
@@ -66,12 +66,8 @@ print(f"optimizer: Adam lr={t.learning_rate} betas=({t.adam_beta1}, {t.adam_beta
 
 # %% tags=["hide-output"]
 greedy_protocol = k.greedy_eval.overrides()  # the second evaluation, computed beside the training
-result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs",  # the profile's shared run store
-                        evaluations=[(greedy_protocol, None)])
-labelled = label_points(result, list(cfg.sweep), labeler=sweep_labels(cfg, key=next(iter(cfg.sweep))))
-greedy = evaluate_runs(result, cfg, greedy_protocol)  # read back from the store
-greedy = greedy.merge(labelled.finals[["run", "point"]], on="run", how="left")
-learning = run_learning(labelled, max_steps=t.max_steps)
+result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[(greedy_protocol, None)])
+result, labelled, greedy, learning = read_learning_runs(cfg, result, evaluate_runs(result, cfg, greedy_protocol))
 learning.to_csv(out / "fig1_runs.csv", index=False)  # one row per run: every figure below, per seed
 base = result.base["summary"]
 print(f"base model: held-out {cfg.eval.temperature and 'sampled pass@1' or 'greedy accuracy'} "

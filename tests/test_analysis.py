@@ -124,11 +124,15 @@ def test_paired_between_points_matches_a_loop_reference():
 
 
 def test_entropy_fluctuation_is_the_sd_of_step_differences():
-    from dgro_lib.analysis.probes import entropy_fluctuation
+    from dgro_lib.analysis.learning import entropy_fluctuation
 
-    m = pd.DataFrame({"point": "p", "seed": 0, "run": "r", "step": [3, 1, 2, 4], "entropy": [1.0, 0.0, 2.0, 4.0]})
-    # in step order: 0, 2, 1, 4 -> differences 2, -1, 3
-    assert entropy_fluctuation(m)["fluctuation"].iloc[0] == pytest.approx(pd.Series([2.0, -1.0, 3.0]).std())
+    # per-step entropy 0, 2, 1, 4 -> differences 2, -1, 3 (a loop reference: the sample s.d. by hand)
+    d = [2.0, -1.0, 3.0]
+    mean = sum(d) / 3
+    assert entropy_fluctuation(pd.Series([0.0, 2.0, 1.0, 4.0])) == pytest.approx(
+        math.sqrt(sum((x - mean) ** 2 for x in d) / 2))
+    assert entropy_fluctuation(pd.Series([5.0, 6.0, 7.0, 8.0])) == pytest.approx(0.0)  # a steady trend
+    assert math.isnan(entropy_fluctuation(pd.Series([1.0, 2.0])))
 
 
 def _size_evals():
@@ -210,3 +214,15 @@ def test_run_labels_take_the_configs_scheme_when_the_sweep_varies_only_the_data(
     assert run_labels(swept, loss={"name": "dgro"}, keys=["reward.scheme"], scheme="[-3,3]").tolist() == ["DGRO [-5,5]"]
     with pytest.raises(ValueError, match="no `reward.scheme` column and no scheme="):
         run_labels(df, loss={"name": "dgro"}, keys=["data.math_train"])
+
+
+def test_sweep_point_labels_follow_the_params_order():
+    from dgro_lib.analysis.probes import point_labels, sweep_point_labels
+    from dgro_lib.config import find_params, load_config
+
+    cfg = load_config(find_params("dgro_fig2_beta", "ci"))  # a joined sweep: (1, 0.01), (1, 0.1), (0.1, 0.01)
+    keys = ["loss.kwargs.beta1", "loss.kwargs.beta2"]
+    want = [point_labels(pd.DataFrame([{keys[0]: b1, keys[1]: b2}]), keys).iloc[0]
+            for b1, b2 in cfg.sweep["loss.kwargs.beta1|loss.kwargs.beta2"]]
+    assert sweep_point_labels(cfg, keys) == want == ["beta1=1.0, beta2=0.01", "beta1=1.0, beta2=0.1",
+                                                     "beta1=0.1, beta2=0.01"]

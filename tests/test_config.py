@@ -54,15 +54,19 @@ def test_a_missing_or_misspelled_knob_is_a_load_error_naming_the_file_and_the_ke
     data["extra"]["control"] = "control: typo"  # an arm a knob names must be one of the labels
     with pytest.raises(ConfigError, match=r"extra\.control: 'control: typo' is not one of extra\.labels"):
         load_config(write(tmp_path, data, "fig1.yaml"))
-    data = yaml.safe_load((PARAMS / "cpu" / "dgro_fig2_beta.yaml").read_text())
+    data = yaml.safe_load((PARAMS / "paper" / "dgro_fig1_beta2_acting.yaml").read_text())
+    data["extra"]["counted_elsewhere"] = ["[-7,7]"]  # so does an arm another notebook counts
+    with pytest.raises(ConfigError, match=r"extra\.counted_elsewhere: '\[-7,7\]' is not one of extra\.labels"):
+        load_config(write(tmp_path, data, "fig1b.yaml"))
+    data = yaml.safe_load((PARAMS / "cpu" / "dgro_table3_math.yaml").read_text())
     data["extra"]["sampled_eval_puzzle"] = data["extra"].pop("sampled_eval_puzzles")
-    with pytest.raises(ConfigError, match=r"fig2\.yaml: unknown key extra\.sampled_eval_puzzle "):
-        load_config(write(tmp_path, data, "fig2.yaml"))
+    with pytest.raises(ConfigError, match=r"t3\.yaml: unknown key extra\.sampled_eval_puzzle "):
+        load_config(write(tmp_path, data, "t3.yaml"))
     data["extra"]["sampled_eval_puzzles"] = data["extra"].pop("sampled_eval_puzzle")
     data["extra"]["sampled_eval"]["n_sample"] = 4
     with pytest.raises(ConfigError, match=r"unknown key extra\.sampled_eval\.n_sample "):
-        load_config(write(tmp_path, data, "fig2.yaml"))
-    cfg = load_config(PARAMS / "cpu" / "dgro_fig2_beta.yaml")
+        load_config(write(tmp_path, data, "t3.yaml"))
+    cfg = load_config(PARAMS / "cpu" / "dgro_table3_math.yaml")
     with pytest.raises(ConfigError, match=r"extra\.sampled_eval_puzzles: expected"):
         apply_overrides(cfg, {"extra.sampled_eval_puzzles": "all"})
     # an experiment no notebook registers keeps a free-form extra

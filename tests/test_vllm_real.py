@@ -2,7 +2,7 @@
 
 ``make test-vllm`` (part of ``make test``) builds ``.venv-vllm`` from ``requirements/cpu-vllm.txt`` and runs this file
 there with ``DGRO_REQUIRE_VLLM=1``, so a missing vLLM is an error, not a skip; in the main venv, which has no vLLM,
-the file is skipped. On the committed ``mini`` base, in fp32:
+the file is skipped. On the committed ``mini_guess`` base (DGRO Fig. 1's), in fp32:
 
 * :class:`~dgro_lib.evaluate.vllm_engine.VLLMEvalModel` through the project's own greedy evaluation gives the same
   completions, token for token, as the HF path (the KV-cache sampler), and the same verdict per puzzle;
@@ -38,9 +38,9 @@ MAX_NEW = 384
 
 @pytest.fixture(scope="module")
 def base():
-    """The committed ``mini`` base (installed from reference/bases/), its HF model and tokenizer, and 20 held-out
-    puzzles of the params that read it."""
-    cfg = load_config(find_params("dgro_fig1_beta2_acting", "cpu"))
+    """The committed ``mini_guess`` base (installed from reference/bases/), its HF model and tokenizer, and 20
+    held-out puzzles of the params that read it (DGRO Fig. 1's)."""
+    cfg = load_config(find_params("dgro_fig1_reward_variance", "cpu"))
     path = resolve_model_path(cfg)
     model, tokenizer = load_model(path)
     return cfg, path, model, tokenizer, load_eval_records(cfg)[:PUZZLES]

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["ROLLOUT_COLUMNS", "SUMMARY_COLUMNS", "run_learning", "entropy_spike", "arm_summary"]
+__all__ = ["ROLLOUT_COLUMNS", "SUMMARY_COLUMNS", "run_learning", "entropy_spike", "entropy_fluctuation",
+           "arm_summary"]
 
 # per-step rollout columns of metrics.csv (TRL's names and the K&K reward's) -> the names used here
 ROLLOUT_COLUMNS = {"kk_outcome/correct": "train_accuracy", "completions/mean_length": "length", "entropy": "entropy",
@@ -37,6 +38,13 @@ def entropy_spike(entropy: pd.Series, *, window: int = 9) -> float:
     centred), in nats per token: how far the run's entropy "spikes" above its own trend. 0 for a flat curve."""
     e = entropy.reset_index(drop=True).astype(float)
     return float((e - e.rolling(window, center=True, min_periods=1).median()).max())
+
+
+def entropy_fluctuation(entropy: pd.Series) -> float:
+    """How much a run's per-step rollout entropy jumps: the s.d. of its step-to-step differences, in nats per token
+    (a steady trend contributes little, a jump a lot). NaN for a run of fewer than 3 steps."""
+    d = entropy.reset_index(drop=True).astype(float).dropna().diff().dropna()
+    return float(d.std(ddof=1)) if len(d) > 1 else math.nan
 
 
 def _wall_minutes(run_dir: Path) -> float:
@@ -58,7 +66,8 @@ def run_learning(result, *, max_steps: int, window: int = 10) -> pd.DataFrame:
     * ``final``: the final held-out accuracy under the params' protocol, points;
     * ``<x>_first`` / ``<x>_last`` for ``x`` in train_accuracy (points), length (tokens), entropy (nats/token) and
       clipped (points): the mean over the first / last ``window`` optimizer steps; ``<x>_rise`` = last - first;
-    * ``entropy_spike``: :func:`entropy_spike` of the run's per-step entropy;
+    * ``entropy_spike`` and ``entropy_fluctuation``: :func:`entropy_spike` and :func:`entropy_fluctuation` of the
+      run's per-step entropy;
     * ``minutes``: the run's wall time on one core (training with its periodic evaluations, plus its own final
       evaluations), read from the run store.
 
@@ -82,6 +91,7 @@ def run_learning(result, *, max_steps: int, window: int = 10) -> pd.DataFrame:
             first, last = (scale * float(m[col].head(window).mean()), scale * float(m[col].tail(window).mean()))
             row.update({f"{name}_first": first, f"{name}_last": last, f"{name}_rise": last - first})
         row["entropy_spike"] = entropy_spike(m["entropy"])
+        row["entropy_fluctuation"] = entropy_fluctuation(m["entropy"])
         row["minutes"] = _wall_minutes(result.out_dir / listing.loc[run, "path"])
         rows.append(row)
     tags = result.finals.drop(columns=[c for c in ("correct",) if c in result.finals])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -207,6 +206,15 @@ def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     return df.apply(lambda r: ", ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols), axis=1)
 
 
+def sweep_point_labels(cfg, keys: Sequence[str]) -> list[str]:
+    """The :func:`point_labels` of ``cfg``'s sweep points in the params' order (as
+    :func:`~dgro_lib.config.expand_sweep` lists them), each once: the order a figure's legend follows."""
+    from dgro_lib.config import expand_sweep
+
+    points = pd.DataFrame([point for point, _, _ in expand_sweep(cfg)])
+    return list(dict.fromkeys(point_labels(points, keys)))
+
+
 def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: int = 10,
                  labeler=None) -> pd.DataFrame:
     """One row per sweep point of an RL map, pooled over seeds: greedy accuracy (pooled McNemar z vs the base),
@@ -310,18 +318,7 @@ def paired_between_points(finals: pd.DataFrame, pairs: Sequence[tuple[str, str]]
     return pd.DataFrame(rows)
 
 
-def entropy_fluctuation(metrics: pd.DataFrame, *, by: str = "point", column: str = "entropy") -> pd.DataFrame:
-    """How much the per-step ``column`` jumps within a run: the s.d. of its step-to-step differences (a trend
-    contributes little, a spike a lot). One row per run (``by``, seed, fluctuation)."""
-    rows = []
-    for (point, seed, run), g in metrics.groupby([by, "seed", "run"], sort=False):
-        d = g.sort_values("step")[column].dropna().diff().dropna()
-        rows.append({by: point, "seed": seed, "run": run, "fluctuation": float(d.std(ddof=1)) if len(d) > 1
-                     else math.nan})
-    return pd.DataFrame(rows)
-
-
-__all__ += ["label_points", "paired_between_points", "entropy_fluctuation"]
+__all__ += ["label_points", "paired_between_points", "sweep_point_labels"]
 
 
 # ---------------------------------------------------------------------------------------------

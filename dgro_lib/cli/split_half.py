@@ -18,44 +18,43 @@ from dgro_lib.util.paths import OUTPUTS
 
 __all__ = ["NOTEBOOKS", "split_half_check", "main"]
 
-# notebooks whose claims are built from K&K finals + a sampled evaluation
+# the K&K learning notebooks: claims from the runs under the sampled protocol, the learning table and the greedy reading
 NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods")
 
 
-def _builder(name, cfg, result, second):
-    """``fn(seeds) -> claims table`` of notebook ``name`` from its runs and its second evaluation."""
-    from dgro_lib.analysis.dcpo import sweep_labels
-    from dgro_lib.analysis.learning import run_learning
-    from dgro_lib.analysis.probes import label_points
+def _builder(name, cfg, result):
+    """``fn(seeds) -> claims table`` of notebook ``name`` from its runs (the params' sampled protocol, the greedy
+    reading stored beside each run, the learning table: :func:`dgro_lib.papers.learning.read_learning_runs`)."""
+    from dgro_lib.analysis.probes import point_labels
     from dgro_lib.papers import dgro_fig1_beta2_acting, dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
+    from dgro_lib.papers.learning import read_learning_runs
     from dgro_lib.report.claims import judge_claims
+    from dgro_lib.runs.experiment import evaluate_runs
 
-    keys = list(cfg.sweep)
+    keys = [k for key in cfg.sweep for k in key.split("|")]
+    labeler = (lambda df: point_labels(df, keys)) if name == "dgro_fig2_beta" else None  # the grid by its values
+    greedy = evaluate_runs(result, cfg, cfg.knobs.greedy_eval.overrides())  # stored beside each run: read back
+    _, lab, greedy, learning = read_learning_runs(cfg, result, greedy, labeler=labeler)
+    k, base = cfg.knobs, result.base["correct"]
+    if name == "dgro_fig2_beta":
+        return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, base, greedy, learning, keys=keys,
+                                                                seeds=seeds))
     if name == "dgro_fig1_beta2_acting":
         return lambda seeds: judge_claims(dgro_fig1_beta2_acting.claims(
-            result.finals, result.base["correct"], second, seeds=seeds, schemes=cfg.sweep["reward.scheme"]))
-    if name == "dgro_fig2_beta":
-        lab = label_points(result, keys)
-        return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, lab.metrics, result.base["correct"],
-                                                                second, keys=keys, seeds=seeds))
-    # the learning notebooks: the arms by their labels, the greedy reading as the second evaluation
-    lab = label_points(result, keys, labeler=sweep_labels(cfg, key=keys[0]))
-    greedy = second.merge(lab.finals[["run", "point"]], on="run", how="left")
-    learning = run_learning(lab, max_steps=cfg.train.max_steps)
-    k = cfg.knobs
+            lab.finals, base, greedy, learning, schemes=k.labels, counted_elsewhere=k.counted_elsewhere,
+            seeds=seeds))
     if name == "dgro_fig1_reward_variance":
         return lambda seeds: judge_claims(dgro_fig1_reward_variance.claims(
-            lab.finals, result.base["correct"], greedy, learning, control=k.control,
-            schemes=[a for a in k.labels if a != k.control],
+            lab.finals, base, greedy, learning, control=k.control, schemes=[a for a in k.labels if a != k.control],
             reference=k.control_of, seeds=seeds))
     return lambda seeds: judge_claims(dgro_fig3_methods.claims(
-        lab.finals, result.base["correct"], greedy, learning, seeds=seeds, grpo=k.grpo, online_dpo=k.online_dpo,
+        lab.finals, base, greedy, learning, seeds=seeds, grpo=k.grpo, online_dpo=k.online_dpo,
         dgro=[a for a in k.labels if a not in (k.grpo, k.online_dpo)]))
 
 
 def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
     """The split-half table of :func:`dgro_lib.report.claims.split_half` for notebook ``name`` on ``seeds``."""
-    from dgro_lib.runs.experiment import evaluate_runs, run_experiment
+    from dgro_lib.runs.experiment import run_experiment
     from dgro_lib.report.claims import split_half
     from dgro_lib.runs.store import run_key
     from dgro_lib.config import expand_sweep
@@ -69,14 +68,10 @@ def split_half_check(name: str, seeds: list[int], *, profile: str = "cpu"):
     if missing:
         raise FileNotFoundError(f"split_half: {len(missing)} run(s) not finished in {store}: {missing[:6]} "
                                 "(train them first; this check trains nothing)")
-    # the second evaluation: the sampled reading of a greedy-protocol notebook, the greedy one of a sampled-protocol one
-    knobs = cfg.knobs
-    protocol = ((knobs.greedy_eval.overrides(), None) if hasattr(knobs, "greedy_eval")
-                else (knobs.sampled_eval.overrides(), knobs.sampled_eval_puzzles))
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_experiment(cfg, tmp, workers=1, store=store, evaluations=[protocol])
-        sampled = evaluate_runs(result, cfg, protocol[0], n_puzzles=protocol[1])
-        return split_half(_builder(name, cfg, result, sampled), list(seeds))
+        result = run_experiment(cfg, tmp, workers=1, store=store,
+                                evaluations=[(cfg.knobs.greedy_eval.overrides(), None)])
+        return split_half(_builder(name, cfg, result), list(seeds))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,23 @@ class Fig1Knobs(LearningKnobs):
 
 
 @dataclass(frozen=True)
+class Fig1bKnobs(LearningKnobs):
+    """``dgro_fig1_beta2_acting``: the ranges' labels, the greedy second evaluation, and the arms whose runs another
+    notebook reads and counts the gain of (``counted_elsewhere``: the [-3,3] arm is ``dgro_fig2_beta``'s (1, 0.1)
+    point), so that the tally counts each once."""
+
+    counted_elsewhere: list[str]
+
+
+@dataclass(frozen=True)
+class GridKnobs:
+    """``dgro_fig2_beta``: a crossed sweep whose points are labelled by their values; the greedy reading is a second
+    evaluation on all held-out puzzles beside the params' sampled protocol."""
+
+    greedy_eval: EvalOverrides
+
+
+@dataclass(frozen=True)
 class Fig3Knobs(LearningKnobs):
     """``dgro_fig3_methods``: the arms' labels (every arm but the two baselines is a DGRO arm), the labels of the
     ``grpo`` and ``online_dpo`` baselines, and the greedy second evaluation."""
@@ -177,8 +194,8 @@ KNOBS: dict[str, type] = {
     "00_base_model": BaseModelKnobs,
     "01_miniature_map": MiniatureMapKnobs,
     "dgro_fig1_reward_variance": Fig1Knobs,
-    "dgro_fig1_beta2_acting": Sampled,
-    "dgro_fig2_beta": Sampled,
+    "dgro_fig1_beta2_acting": Fig1bKnobs,
+    "dgro_fig2_beta": GridKnobs,
     "dgro_fig3_methods": Fig3Knobs,
     "dgro_fig4_math_entropy": Fig4Knobs,
     "dgro_table2_kk": Table2KKKnobs,

@@ -51,6 +51,9 @@ def _validate(cfg: ExperimentConfig) -> None:
         for role in ("control", "control_of", "grpo", "online_dpo"):  # the knobs that name an arm
             if hasattr(knobs, role) and getattr(knobs, role) not in labels:
                 raise ConfigError(f"extra.{role}: {getattr(knobs, role)!r} is not one of extra.labels {labels}")
+        for arm in getattr(knobs, "counted_elsewhere", []):
+            if arm not in labels:
+                raise ConfigError(f"extra.counted_elsewhere: {arm!r} is not one of extra.labels {labels}")
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
     if cfg.kind not in KINDS:

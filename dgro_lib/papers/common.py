@@ -9,7 +9,7 @@ restricts every arm to those seeds (the split-half check)."""
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ from dgro_lib.report.claims import claim, runs_of
 from dgro_lib.report.inference import compare, level
 from dgro_lib.report.verdict import at_floor_or_ceiling
 
-__all__ = ["Arms", "arms", "sampled_arms", "Reading", "readings", "level_rows", "gain_rows", "contrast_rows"]
+__all__ = ["Arms", "arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows"]
 
 
 class Arms(dict):
@@ -53,26 +53,6 @@ def sampled_arms(sampled: pd.DataFrame, finals: pd.DataFrame, by: str, *, seeds:
     if by not in runs:
         runs = runs.merge(finals[["run", by]], on="run")
     return arms(runs, by, seeds=seeds, order=order), np.asarray(base.iloc[0], dtype=float)
-
-
-class Reading(NamedTuple):
-    """One reading of a notebook's runs: ``metric`` (``greedy`` or ``sampled``), the arms' ``(runs, items)`` scores
-    and the base model's per-item scores on the same items."""
-    metric: str
-    scores: dict
-    base: np.ndarray
-
-
-def readings(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, by: str, *,
-             seeds: Iterable[int] | None = None, order: Sequence | None = None) -> list[Reading]:
-    """The readings every arm-vs-arm claim is judged in: greedy accuracy, then, when ``sampled`` is given, the
-    sampled pass@1 estimate (per-item fractions of correct samples), each with its base model."""
-    seeds = list(seeds) if seeds is not None else None
-    out = [Reading("greedy", arms(finals, by, seeds=seeds, order=order), np.asarray(base_correct, dtype=float))]
-    if sampled is not None:
-        samp, base_fraction = sampled_arms(sampled, finals, by, seeds=seeds, order=order)
-        out.append(Reading("sampled", samp, base_fraction))
-    return out
 
 
 def level_rows(scores: dict, *, metric: str, unit: str = "accuracy", name: str = "{arm}: {metric}",

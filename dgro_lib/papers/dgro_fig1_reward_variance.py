@@ -20,7 +20,7 @@ The project's checks (``source = project``, a Holm family of their own): the pos
 against the same recipe at a quarter of the learning rate, on speed and final accuracy: it must be detected, or a
 null between the paper's arms is no evidence), the control's own gain, and the greedy second evaluation's gains.
 
-:func:`final_accuracy_claims` is the earlier, final-accuracy-only form that ``dgro_fig1_beta2_acting`` still uses.
+``dgro_fig1_beta2_acting`` (the same claims with beta2 acting) calls :func:`claims` without a control.
 """
 
 from __future__ import annotations
@@ -31,16 +31,17 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows, readings
+from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows
 from dgro_lib.papers.learning import learning_contrast_rows, learning_level_rows
 
-__all__ = ["claims", "final_accuracy_claims"]
+__all__ = ["claims"]
 
 SPEED = "learning speed"
 
 
 def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, learning: pd.DataFrame, *,
-           schemes: Sequence[str], control: str, reference: str, by: str = "point", clip_margin: float = 5.0,
+           schemes: Sequence[str], control: str | None = None, reference: str | None = None, by: str = "point",
+           clip_margin: float = 5.0, counted_elsewhere: Sequence[str] = (),
            seeds: Iterable[int] | None = None) -> list[dict]:
     """The claim rows.
 
@@ -49,17 +50,27 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
     evaluation (:func:`~dgro_lib.runs.experiment.evaluate_runs`, labelled by ``by``; None: left out);
     ``learning``: :func:`~dgro_lib.analysis.learning.run_learning`'s per-run table, labelled by ``by``.
     ``schemes``: the paper's arms in increasing reward range (every later one is claimed to beat every earlier one);
-    ``control``: the positive control's arm, ``reference`` the arm it is the slowed copy of. ``seeds`` restricts
-    every arm to those seeds (the split-half check)."""
+    ``control``: the positive control's arm, ``reference`` the arm it is the slowed copy of (None: a notebook
+    without a control, ``dgro_fig1_beta2_acting``). ``counted_elsewhere``: arms whose runs another notebook reads
+    and whose gain over the base it counts (``dgro_fig1_beta2_acting``'s [-3,3] arm is ``dgro_fig2_beta``'s
+    (1, 0.1) point): their gain is left out here, so that the tally counts it once. ``seeds`` restricts every arm
+    to those seeds (the split-half check)."""
+    if (control is None) != (reference is None):
+        raise ValueError(f"claims: control and reference go together (control={control!r}, reference={reference!r})")
+    unknown = sorted(set(counted_elsewhere) - set(schemes))
+    if unknown:
+        raise ValueError(f"claims: counted_elsewhere names no arm of schemes {list(schemes)}: {unknown}")
     seeds = list(seeds) if seeds is not None else None
-    order = [*schemes, control]
+    order = [*schemes, *([control] if control is not None else [])]
     sampled = arms(finals, by, seeds=seeds, order=order)
     base = np.asarray(base_correct, dtype=float)
     paper = Arms({a: sampled[a] for a in schemes}, {a: sampled.seeds[a] for a in schemes})
+    gained = Arms({a: sampled[a] for a in schemes if a not in counted_elsewhere},
+                  {a: sampled.seeds[a] for a in schemes if a not in counted_elsewhere})
     pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
     metric = "sampled pass@1"
     rows = level_rows(sampled, metric=metric)
-    rows += gain_rows(paper, base, metric=metric)
+    rows += gain_rows(gained, base, metric=metric)
     rows += learning_contrast_rows(learning, pairs, column="speed", metric=SPEED, unit="points", by=by, seeds=seeds)
     rows += contrast_rows(paper, pairs, metric=metric)
     rows += learning_level_rows(learning, schemes, column="entropy_rise", metric="entropy", unit="nats/token",
@@ -78,28 +89,15 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
                                 by=by, seeds=seeds, note="rises by construction on mini_guess (reasoning is "
                                                          "longer than guessing): an estimate, not a test")
     # the project's checks: the positive control, and the greedy second evaluation
-    rows += learning_contrast_rows(learning, [(reference, control, "higher")], column="speed", metric=SPEED,
-                                   unit="points", by=by, seeds=seeds, source="project")
-    rows += contrast_rows(sampled, [(reference, control, "higher")], metric=metric, source="project")
-    rows += gain_rows({control: sampled[control]}, base, metric=metric, source="project")
+    if control is not None:
+        rows += learning_contrast_rows(learning, [(reference, control, "higher")], column="speed", metric=SPEED,
+                                       unit="points", by=by, seeds=seeds, source="project")
+        rows += contrast_rows(sampled, [(reference, control, "higher")], metric=metric, source="project")
+        rows += gain_rows({control: sampled[control]}, base, metric=metric, source="project")
     if greedy is not None:
-        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
+        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds,
+                 order=[a for a in order if a not in counted_elsewhere])
         g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
         rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
     return rows
 
-
-def final_accuracy_claims(finals: pd.DataFrame, base_correct, sampled: pd.DataFrame | None, *,
-                          schemes: Sequence[str], by: str = "reward.scheme", seeds: Iterable[int] | None = None
-                          ) -> list[dict]:
-    """The final-accuracy claims of a greedy-protocol Fig. 1 (``dgro_fig1_beta2_acting``): per scheme the final
-    greedy level, the greedy and sampled gains over the base model, and every wider range against every narrower
-    one (``higher``), greedy and sampled. ``schemes`` in increasing range; ``sampled``: the sampled evaluation
-    (None: greedy only)."""
-    reads = readings(finals, base_correct, sampled, by, seeds=seeds, order=schemes)
-    pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
-    rows = level_rows(reads[0].scores, metric="greedy accuracy")
-    for r in reads:
-        rows += gain_rows(r.scores, r.base, metric=r.metric)
-        rows += contrast_rows(r.scores, pairs, metric=r.metric)
-    return rows

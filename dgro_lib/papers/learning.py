@@ -1,11 +1,15 @@
-"""Claim rows on how runs learned (:func:`dgro_lib.analysis.learning.run_learning`: one scalar per run, such as the
-learning-speed metric, the entropy change or the wall time), in the claims schema of
-:mod:`dgro_lib.report.claims`. Arms holding the same seeds are read seed for seed, as the accuracy contrasts of
-:func:`dgro_lib.papers.common.contrast_rows` are."""
+"""The K&K learning notebooks' runs and claim rows on how they learned.
+
+:func:`read_learning_runs` is what DGRO Figs. 1-3 (and Fig. 1 with beta2 acting) do once their runs are trained or
+restored under the params' sampled protocol with the greedy reading as a second evaluation: label the arms, and
+read each run's learning table (:func:`dgro_lib.analysis.learning.run_learning`: one scalar per run, such as the
+learning-speed metric, the entropy change or the wall time). The row builders turn that table into claims in the
+schema of :mod:`dgro_lib.report.claims`; arms holding the same seeds are read seed for seed, as the accuracy
+contrasts of :func:`dgro_lib.papers.common.contrast_rows` are."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,7 +18,33 @@ from dgro_lib.papers.common import Arms, contrast_rows
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare
 
-__all__ = ["learning_arms", "learning_contrast_rows", "learning_level_rows"]
+__all__ = ["LearningRuns", "read_learning_runs", "learning_arms", "learning_contrast_rows", "learning_level_rows"]
+
+
+class LearningRuns(NamedTuple):
+    """A learning notebook's runs: the experiment ``result``, the same with a ``point`` column (``labelled``), the
+    greedy second evaluation labelled alike (``greedy``, the base model's row ``run == "base"``), and the per-run
+    learning table (``learning``)."""
+    result: object
+    labelled: object
+    greedy: pd.DataFrame
+    learning: pd.DataFrame
+
+
+def read_learning_runs(cfg, result, greedy: pd.DataFrame, *,
+                       labeler: Callable[[pd.DataFrame], pd.Series] | None = None) -> LearningRuns:
+    """:class:`LearningRuns` of an experiment ``result`` of ``cfg`` and its greedy second evaluation ``greedy``
+    (:func:`~dgro_lib.runs.experiment.evaluate_runs` under ``cfg.knobs.greedy_eval``, base model's row included).
+    ``labeler``: each row's arm label (default: the params' ``labels``, one per entry of the first sweep key,
+    :func:`~dgro_lib.analysis.dcpo.sweep_labels`). The notebook or command trains the runs; this reads them."""
+    from dgro_lib.analysis.dcpo import sweep_labels
+    from dgro_lib.analysis.learning import run_learning
+    from dgro_lib.analysis.probes import label_points
+
+    keys = list(cfg.sweep)
+    labelled = label_points(result, keys, labeler=labeler or sweep_labels(cfg, key=keys[0]))
+    greedy = greedy.merge(labelled.finals[["run", "point"]], on="run", how="left")
+    return LearningRuns(result, labelled, greedy, run_learning(labelled, max_steps=cfg.train.max_steps))
 
 
 def learning_arms(per_run: pd.DataFrame, column: str, *, by: str = "point", order: Sequence[str] | None = None,
@@ -34,13 +64,14 @@ def learning_arms(per_run: pd.DataFrame, column: str, *, by: str = "point", orde
 
 def learning_contrast_rows(per_run: pd.DataFrame, pairs: Sequence[tuple], *, column: str, metric: str, unit: str,
                            by: str = "point", seeds: Iterable[int] | None = None, source: str = "paper",
-                           note: str = "") -> list[dict]:
+                           note: str = "", name: str = "{a} - {b}: {metric} ({unit})") -> list[dict]:
     """Arm-vs-arm contrasts of a per-run ``column`` (already in ``unit``): ``pairs`` of ``(a, b, direction)`` or
-    ``(a, b, direction, margin)``, each ``a - b``."""
+    ``(a, b, direction, margin)``, each ``a - b``; ``name`` as :func:`~dgro_lib.papers.common.contrast_rows`'s."""
     names = {a for p in pairs for a in p[:2]}
     arms = learning_arms(per_run, column, by=by, order=[a for a in dict.fromkeys(per_run[by]) if a in names],
                          seeds=seeds)
-    return contrast_rows(arms, pairs, metric=metric, unit=unit, scale=1.0, bounded=False, source=source, note=note)
+    return contrast_rows(arms, pairs, metric=metric, unit=unit, scale=1.0, bounded=False, source=source, note=note,
+                         name=name)
 
 
 def learning_level_rows(per_run: pd.DataFrame, arms: Sequence[str], *, column: str, metric: str, unit: str,
