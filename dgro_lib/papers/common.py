@@ -18,7 +18,7 @@ from dgro_lib.report.claims import claim, runs_of
 from dgro_lib.report.inference import compare, level
 from dgro_lib.report.verdict import at_floor_or_ceiling
 
-__all__ = ["Arms", "arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows"]
+__all__ = ["Arms", "arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows", "greedy_gain_rows"]
 
 
 class Arms(dict):
@@ -29,6 +29,11 @@ class Arms(dict):
     def __init__(self, scores: dict, seeds: dict):
         super().__init__(scores)
         self.seeds = seeds
+
+    def subset(self, names: Iterable) -> "Arms":
+        """The arms ``names`` (in that order), with their seeds."""
+        names = list(names)
+        return Arms({a: self[a] for a in names}, {a: self.seeds[a] for a in names})
 
 
 def arms(frame: pd.DataFrame, by: str, *, column: str = "correct", seeds: Iterable[int] | None = None,
@@ -100,3 +105,13 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
         rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est, metric=metric, unit=unit,
                           direction=direction, margin=margin, untestable=untestable, source=source, note=note))
     return rows
+
+
+def greedy_gain_rows(greedy: pd.DataFrame, by: str, *, order: Sequence, seeds: Iterable[int] | None = None
+                     ) -> list[dict]:
+    """The greedy second evaluation's gains over the base model (the project's checks of the K&K learning
+    notebooks): ``greedy`` as :func:`~dgro_lib.runs.experiment.evaluate_runs` returns it, labelled by ``by``, with
+    the base model's row ``run == "base"``; one row per arm of ``order``."""
+    g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
+    g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
+    return gain_rows(g, g_base, metric="greedy accuracy", source="project")

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, greedy_gain_rows
 from dgro_lib.papers.learning import learning_contrast_rows, learning_level_rows
 
 __all__ = ["claims"]
@@ -64,9 +64,8 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
     order = [*schemes, *([control] if control is not None else [])]
     sampled = arms(finals, by, seeds=seeds, order=order)
     base = np.asarray(base_correct, dtype=float)
-    paper = Arms({a: sampled[a] for a in schemes}, {a: sampled.seeds[a] for a in schemes})
-    gained = Arms({a: sampled[a] for a in schemes if a not in counted_elsewhere},
-                  {a: sampled.seeds[a] for a in schemes if a not in counted_elsewhere})
+    paper = sampled.subset(schemes)
+    gained = sampled.subset(a for a in schemes if a not in counted_elsewhere)
     pairs = [(wide, narrow, "higher") for narrow, wide in combinations(schemes, 2)]
     metric = "sampled pass@1"
     rows = level_rows(sampled, metric=metric)
@@ -95,9 +94,6 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
         rows += contrast_rows(sampled, [(reference, control, "higher")], metric=metric, source="project")
         rows += gain_rows({control: sampled[control]}, base, metric=metric, source="project")
     if greedy is not None:
-        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds,
-                 order=[a for a in order if a not in counted_elsewhere])
-        g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
-        rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
+        rows += greedy_gain_rows(greedy, by, seeds=seeds, order=[a for a in order if a not in counted_elsewhere])
     return rows
 

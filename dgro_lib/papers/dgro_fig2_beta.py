@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dgro_lib.analysis.probes import point_labels
-from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, greedy_gain_rows
 from dgro_lib.papers.learning import learning_arms, learning_contrast_rows
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare
@@ -95,9 +95,7 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
                                    source="project", name=name)
     rows += contrast_rows(sampled, same, metric=metric, source="project", name=name)
     if greedy is not None:
-        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
-        g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
-        rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
+        rows += greedy_gain_rows(greedy, by, seeds=seeds, order=order)
     # estimates: beta2 > 0 against beta2 = 0 at the same beta1 (the paper gives no direction per cell)
     if 0.0 in b2s:
         against_zero = [(label[(b1, b2)], label[(b1, 0.0)], "none") for b1 in b1s for b2 in positive

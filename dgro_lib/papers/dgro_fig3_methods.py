@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from dgro_lib.papers.common import Arms, arms, contrast_rows, gain_rows, level_rows
+from dgro_lib.papers.common import arms, contrast_rows, gain_rows, level_rows, greedy_gain_rows
 from dgro_lib.papers.learning import learning_contrast_rows, learning_level_rows
 
 __all__ = ["claims"]
@@ -46,7 +46,7 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
     metric = "sampled pass@1"
     pairs = [(d, other, "higher") for other in (grpo, online_dpo) for d in dgro]
     rows = level_rows(sampled, metric=metric)
-    baselines = Arms({a: sampled[a] for a in (grpo, online_dpo)}, {a: sampled.seeds[a] for a in (grpo, online_dpo)})
+    baselines = sampled.subset((grpo, online_dpo))
     rows += gain_rows(baselines, base, metric=metric)
     rows += learning_contrast_rows(learning, pairs, column="speed", metric="learning speed", unit="points", by=by,
                                    seeds=seeds)
@@ -73,7 +73,5 @@ def claims(finals: pd.DataFrame, base_correct, greedy: pd.DataFrame | None, lear
                                    unit="points", by=by, seeds=seeds, source="project")
     rows += contrast_rows(baselines, [(grpo, online_dpo, "higher")], metric=metric, source="project")
     if greedy is not None:
-        g = arms(greedy[greedy["run"] != "base"], by, seeds=seeds, order=order)
-        g_base = np.asarray(greedy.loc[greedy["run"] == "base", "correct"].iloc[0], dtype=float)
-        rows += gain_rows(g, g_base, metric="greedy accuracy", source="project")
+        rows += greedy_gain_rows(greedy, by, seeds=seeds, order=order)
     return rows
