@@ -29,7 +29,11 @@ The targets this miniature was built for (a sampled rise of at least 20 points, 
 ``--train`` is given: then the runs the store and the archive lack are trained through the cpu run store (two
 processes; each is checkpointed and resumes) and archived into ``reference/cpu/runs``.
 
-    .venv/bin/python bench/kk_learning.py [--params bench/kk_pilot.yaml] [--train] [--store DIR]
+With ``--notebook NAME`` it reads a notebook's runs instead (its ``params/cpu`` file: DGRO Figs. 1, 1 with β2
+acting, 2 and 3, and the RL map) and also names the notebook's median arm (by sampled rise) and whether it meets the
+targets.
+
+    .venv/bin/python bench/kk_learning.py [--params bench/kk_pilot.yaml | --notebook NAME] [--train] [--store DIR]
         [--csv outputs/bench/kk_learning.csv] [--figure outputs/bench/kk_learning]
 """
 
@@ -45,12 +49,15 @@ from dgro_lib.report.inference import compare
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"sampled_rise": 20.0, "train_rise": 15.0, "minutes": 8.0}
+# the notebooks whose runs --notebook reads (their cpu params; every one of them on `mini_guess`)
+NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_beta", "dgro_fig3_methods",
+             "01_miniature_map")
 
 
 def _runs(cfg, store: Path, archive: Path, train: bool):
     """The runs of ``cfg``'s sweep, restored from the archive (or trained when ``train``), labelled by their arm
-    (``point``: extra.labels, one per sweep entry in order); their greedy second evaluation; the base model's sampled
-    and greedy accuracy in points."""
+    (``point``: extra.labels, one per sweep entry in order, or the sweep values where the params have no labels);
+    their greedy second evaluation; the base model's sampled and greedy accuracy in points."""
     from dgro_lib.analysis.dcpo import sweep_labels
     from dgro_lib.analysis.probes import label_points
     from dgro_lib.config import expand_sweep
@@ -69,7 +76,9 @@ def _runs(cfg, store: Path, archive: Path, train: bool):
                             evaluations=[(greedy_protocol, None)])
     if train:  # every run of the plan into the archive (a run archived already is refreshed in place)
         archive_runs(store, archive, keys)
-    labelled = label_points(result, list(cfg.sweep), labeler=sweep_labels(cfg, key=next(iter(cfg.sweep))))
+    # arms named by the params' labels where it has them, else by their sweep values (Fig. 2's grid, the RL map)
+    labeler = sweep_labels(cfg, key=next(iter(cfg.sweep))) if "labels" in cfg.extra else None
+    labelled = label_points(result, list(cfg.sweep), labeler=labeler)
     greedy = evaluate_runs(result, cfg, greedy_protocol)  # computed beside the training: read back
     base = {"sampled_base": 100 * result.base["summary"]["accuracy"],
             "greedy_base": 100 * float(greedy.loc[greedy["run"] == "base", "accuracy"].iloc[0])}
@@ -124,10 +133,19 @@ def arm_table(per_run: pd.DataFrame, base: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def median_arm(table: pd.DataFrame) -> pd.Series:
+    """The arm with the median sampled rise (the lower of the two middle arms when their number is even: the
+    conservative reading of "the median arm meets the targets")."""
+    ordered = table.sort_values("sampled_rise", kind="stable").reset_index(drop=True)
+    return ordered.iloc[(len(ordered) - 1) // 2]
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     """Parse ``argv``, restore (or train) the runs, print the table and return it."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--params", default=str(REPO / "bench" / "kk_pilot.yaml"))
+    ap.add_argument("--notebook", default=None,
+                    help=f"read a notebook's runs instead (params/cpu/NAME.yaml; one of {', '.join(NOTEBOOKS)})")
     ap.add_argument("--train", action="store_true", help="train the runs the store and the archive lack")
     ap.add_argument("--seeds", default=None,
                     help="read these seeds instead of the params' (e.g. 0-15, or 0,1,2): every seed Figs. 1 and 3 hold")
@@ -138,7 +156,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     args = ap.parse_args(argv)
     from dgro_lib.config.load import load_config
 
-    cfg = load_config(args.params)
+    if args.notebook is not None and args.notebook not in NOTEBOOKS:
+        sys.exit(f"--notebook {args.notebook!r}: not one of the K&K learning notebooks {', '.join(NOTEBOOKS)}")
+    cfg = load_config(REPO / "params" / "cpu" / f"{args.notebook}.yaml" if args.notebook else args.params)
     if args.seeds:
         from dgro_lib.config import apply_overrides
 
@@ -157,11 +177,15 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     print(f"targets (arms that meet them all: {', '.join(table.loc[table['meets_targets'], 'arm']) or 'none'}): "
           f"sampled rise >= {TARGETS['sampled_rise']:g} points, training-accuracy rise >= "
           f"{TARGETS['train_rise']:g} points, <= {TARGETS['minutes']:g} min a run (one core)")
+    mid = median_arm(table)
+    print(f"median arm (by sampled rise, of {len(table)}): {mid['arm']}: sampled rise {mid['sampled_rise']:+.1f}, "
+          f"training-accuracy rise {mid['train_rise']:+.1f}, at most {mid['minutes_max']:.1f} min a run -> "
+          f"{'meets' if mid['meets_targets'] else 'does not meet'} the targets")
     if args.figure:
         from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save_figure
 
         curves = learning_curves(labelled, by="point", smooth_window=5)  # the notebooks' curves and figure
-        arms = cfg.knobs.labels
+        arms = list(dict.fromkeys(table["arm"]))
         fig = learning_bands_figure(curves, hue="point", order=arms, dashed=[a for a in arms if a.startswith("control")],
                                     title=f"{cfg.name}: the K&K miniature under RL (mean of the seeds, 95 % band)")
         print("figure:", *save_figure(fig, curves, args.figure))

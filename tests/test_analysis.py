@@ -175,6 +175,87 @@ def test_kk_size_table_against_a_hand_count():
         kk_size_table({5: evals[5].iloc[1:]}, train_people=[3], labeler=_dgro_label)
 
 
+def test_kk_size_table_on_a_sampled_protocol_tests_the_fractions_and_mcnemar_refuses_them():
+    """Under a sampled protocol each puzzle's ``correct`` is a fraction of samples: the pooled test is the paired z
+    of the seed-averaged per-puzzle differences (a loop reference), and McNemar, which would count any partly right
+    puzzle as right, refuses such input instead of miscounting it."""
+    from dgro_lib.analysis.probes import kk_size_table
+    from dgro_lib.evaluate import mcnemar
+
+    base, s0, s1 = [0.5, 0.0, 1.0, 0.5, 0.0], [1.0, 0.5, 1.0, 0.5, 0.0], [0.5, 0.5, 1.0, 1.0, 0.5]
+    ev = pd.DataFrame([
+        {"run": "base", "seed": float("nan"), "reward.scheme": None, "n": 5, "accuracy": sum(base) / 5,
+         "correct": base},
+        *[{"run": f"r{k}", "seed": k, "reward.scheme": "[-3,3]", "n": 5, "accuracy": sum(c) / 5, "correct": c}
+          for k, c in ((0, s0), (1, s1))]])
+    long, tests = kk_size_table({3: ev}, train_people=[3], labeler=_dgro_label, sampled=True)
+    d = [((a - b) + (c - b)) / 2 for a, c, b in zip(s0, s1, base)]
+    mean = sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+    t = tests.iloc[0]
+    assert t["z"] == pytest.approx(mean / (sd / math.sqrt(len(d))))
+    assert t["delta_points"] == pytest.approx(100 * mean) and math.isnan(t["fixed"])
+    assert long.set_index("model").loc["DGRO [-3,3]", "pass@1"] == pytest.approx((sum(s0) + sum(s1)) / 10)
+    with pytest.raises(ValueError, match=r"mcnemar: before holds 0\.5, not a 0/1 correctness"):
+        mcnemar(base, s0)
+    with pytest.raises(ValueError, match="mcnemar: before holds 0.5"):
+        kk_size_table({3: ev}, train_people=[3], labeler=_dgro_label)  # read as greedy: refused, not miscounted
+    assert mcnemar([True, False, 1, 0], [1, 1, 0, 0])["fixed"] == 1  # booleans and 0/1 both count
+
+
+def _map_result(tmp_path):
+    """A two-point map (two seeds each) with a sampled protocol (per-puzzle fractions in ``finals``) and a greedy
+    second evaluation, on four puzzles."""
+    from dgro_lib.runs.experiment import ExperimentResult
+
+    points = [{"train.learning_rate": 1e-4}, {"train.learning_rate": 3e-4}]
+    sampled = {("a", 0): [1.0, 0.5, 0.5, 0.0], ("a", 1): [1.0, 1.0, 0.5, 0.0],
+               ("b", 0): [0.0, 0.5, 0.0, 0.0], ("b", 1): [0.5, 0.0, 0.0, 0.0]}
+    greedy = {("a", 0): [1, 1, 0, 0], ("a", 1): [1, 1, 1, 0], ("b", 0): [0, 0, 0, 0], ("b", 1): [1, 0, 0, 0]}
+    finals, metrics, listing, g_rows = [], [], [], []
+    for name, point in zip("ab", points):
+        for seed in (0, 1):
+            run = f"{name}{seed}"
+            c = sampled[(name, seed)]
+            finals.append({"run": run, "seed": seed, **point, "accuracy": sum(c) / 4, "correct": c,
+                           "train_seconds": 60.0})
+            g_rows.append({"run": run, "seed": seed, "base_model": "m", "correct": greedy[(name, seed)]})
+            listing.append({"run": run, "seed": seed, "key": run, "path": run, "sweep_point": json.dumps(point)})
+            metrics += [{"run": run, "seed": seed, **point, "step": s, "kk_outcome/correct": 0.1 * s,
+                         "frac_reward_zero_std": 0.5, "entropy": 0.2} for s in (1, 2)]
+    pd.DataFrame(listing).to_csv(tmp_path / "runs.csv", index=False)
+    base = {"summary": {"accuracy": 0.375}, "correct": [0.5, 0.5, 0.5, 0.0]}
+    result = ExperimentResult(metrics=pd.DataFrame(metrics), heldout=pd.DataFrame(), finals=pd.DataFrame(finals),
+                              base=base, out_dir=tmp_path, bases={"m": base})
+    greedy_frame = pd.DataFrame([{"run": "base", "seed": float("nan"), "base_model": "m", "correct": [1, 0, 1, 0]},
+                                 *g_rows])
+    return result, greedy_frame, ["train.learning_rate"]
+
+
+def test_the_map_reads_a_sampled_protocol_beside_a_greedy_second_evaluation(tmp_path):
+    from dgro_lib.analysis.probes import protocol_frame, rl_map_table
+    from dgro_lib.evaluate import mcnemar
+    from dgro_lib.papers.miniature_map import map_claims
+
+    result, greedy, keys = _map_result(tmp_path)
+    sampled = protocol_frame(result)
+    assert sampled[sampled["run"] == "base"]["correct"].iloc[0] == [0.5, 0.5, 0.5, 0.0]
+    table = rl_map_table(result, sampled, keys, greedy=greedy, window=1).set_index("point")
+    a = table.loc["learning_rate=0.0001"]
+    assert a["sampled_delta_points"] == pytest.approx(100 * ((2.0 + 2.5) / 2 / 4 - 0.375))
+    fixed = sum(mcnemar([1, 0, 1, 0], greedy.set_index("run").loc[r, "correct"])["fixed"] for r in ("a0", "a1"))
+    broken = sum(mcnemar([1, 0, 1, 0], greedy.set_index("run").loc[r, "correct"])["broken"] for r in ("a0", "a1"))
+    assert a["greedy_z"] == pytest.approx((fixed - broken) / math.sqrt(fixed + broken))
+    assert a["greedy_delta_points"] == pytest.approx(100 * ((2 + 3) / 2 / 4 - 0.5))
+    assert list(table.index) == ["learning_rate=0.0001", "learning_rate=0.0003"]  # the params' order
+    rows = {r["claim"]: r for r in map_claims(result, sampled, keys, greedy=greedy)}
+    assert rows["learning_rate=0.0003: sampled change (points)"]["value"] == pytest.approx(
+        100 * ((0.5 + 0.5) / 2 / 4 - 0.375))
+    assert rows["learning_rate=0.0003: greedy change (points)"]["value"] == pytest.approx(100 * (0.5 / 4 - 0.5))
+    with pytest.raises(ValueError, match="mcnemar"):  # the sampled protocol read as greedy is refused
+        rl_map_table(result, sampled, keys, window=1)
+
+
 def test_kk_size_wide_and_claims():
     from dgro_lib.analysis.probes import DGRO_TABLE2_PAPER, kk_size_table, kk_size_wide
     from dgro_lib.papers.dgro_table2_kk import claims
@@ -214,6 +295,18 @@ def test_run_labels_take_the_configs_scheme_when_the_sweep_varies_only_the_data(
     assert run_labels(swept, loss={"name": "dgro"}, keys=["reward.scheme"], scheme="[-3,3]").tolist() == ["DGRO [-5,5]"]
     with pytest.raises(ValueError, match="no `reward.scheme` column and no scheme="):
         run_labels(df, loss={"name": "dgro"}, keys=["data.math_train"])
+
+
+def test_point_labels_keep_integers_in_an_all_numeric_frame():
+    """A map's order comes from a frame of its sweep values alone; read row by row, an all-numeric row is upcast to
+    float and ``prompts_per_step=4`` would become ``4.0``, a label no run carries."""
+    from dgro_lib.analysis.probes import point_labels
+
+    keys = ["train.learning_rate|train.prompts_per_step"]
+    alone = pd.DataFrame([{"train.learning_rate": 1e-4, "train.prompts_per_step": 4}])
+    with_text = alone.assign(run="r0")
+    assert point_labels(alone, keys).tolist() == point_labels(with_text, keys).tolist() == [
+        "learning_rate=0.0001, prompts_per_step=4"]
 
 
 def test_sweep_point_labels_follow_the_params_order():

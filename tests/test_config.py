@@ -58,6 +58,10 @@ def test_a_missing_or_misspelled_knob_is_a_load_error_naming_the_file_and_the_ke
     data["extra"]["counted_elsewhere"] = ["[-7,7]"]  # so does an arm another notebook counts
     with pytest.raises(ConfigError, match=r"extra\.counted_elsewhere: '\[-7,7\]' is not one of extra\.labels"):
         load_config(write(tmp_path, data, "fig1b.yaml"))
+    data = yaml.safe_load((PARAMS / "cpu" / "01_miniature_map.yaml").read_text())
+    data["extra"]["greedy_eval"]["temperature"] = 1.0  # the greedy reading is read as 0/1 correctness
+    with pytest.raises(ConfigError, match=r"map\.yaml: extra\.greedy_eval\.temperature: the greedy reading must have"):
+        load_config(write(tmp_path, data, "map.yaml"))
     data = yaml.safe_load((PARAMS / "cpu" / "dgro_table3_math.yaml").read_text())
     data["extra"]["sampled_eval_puzzle"] = data["extra"].pop("sampled_eval_puzzles")
     with pytest.raises(ConfigError, match=r"t3\.yaml: unknown key extra\.sampled_eval_puzzle "):

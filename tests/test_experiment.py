@@ -327,9 +327,7 @@ def test_table2_runs_are_fig1_runs(profile):
     from dgro_lib.runs.store import run_key
 
     fig1, table2 = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "dgro_table2_kk"))
-    if table2.model.embedded_preset != fig1.model.embedded_preset:
-        pytest.skip(f"{profile}: Table 2 still evaluates the {table2.model.embedded_preset} runs; Fig. 1 moved to "
-                    f"{fig1.model.embedded_preset} and Table 2 is to follow it")
+    assert table2.model == fig1.model and table2.eval == fig1.eval  # the same base, read under the same protocol
     keys1 = {(c.reward.scheme, c.train.learning_rate, s): run_key(c, s) for _, s, c in expand_sweep(fig1)}
     keys2 = {(c.reward.scheme, c.train.learning_rate, s): run_key(c, s) for _, s, c in expand_sweep(table2)}
     assert keys2 and all(keys1.get(k) == v for k, v in keys2.items())
@@ -352,3 +350,18 @@ def test_fig1_beta2_part_shares_fig2_runs(profile):
         common = [s for s in fig1b.seeds if s in fig2.seeds]
         assert common, "the two notebooks share no seed, so no run is trained once for both"
         assert shared == [("[-3,3]", s) for s in common]
+
+
+@pytest.mark.parametrize("profile", ["cpu", "gpu"])
+def test_the_maps_reference_and_quarter_rate_points_are_fig1_runs(profile):
+    """The RL map starts from Fig. 1's recipe: its reference point is Fig. 1's DGRO [-3,3] arm and its quarter learning
+    rate Fig. 1's positive control, the same runs (one key per seed), so the run store trains them once."""
+    from dgro_lib.config import expand_sweep
+    from dgro_lib.runs.store import run_key
+
+    fig1, rl_map = (load_config(find_params(n, profile)) for n in ("dgro_fig1_reward_variance", "01_miniature_map"))
+    fig1_keys = {run_key(c, s) for _, s, c in expand_sweep(fig1) if c.reward.scheme == "[-3,3]"}
+    shared = [(p["train.learning_rate"], s) for p, s, c in expand_sweep(rl_map) if run_key(c, s) in fig1_keys]
+    lrs = sorted({lr for lr, _ in shared})
+    assert lrs == [fig1.train.learning_rate / 4, fig1.train.learning_rate]
+    assert len(shared) == 2 * len(set(rl_map.seeds) & set(fig1.seeds))

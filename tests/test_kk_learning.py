@@ -137,3 +137,19 @@ def test_the_pilot_params_name_every_arm_and_keep_a_control():
     assert min(lrs) == pytest.approx(max(lrs) / 4)  # the positive control learns at a quarter of the rate
     assert cfg.eval.temperature == 1.0 and cfg.knobs.greedy_eval.temperature == 0.0
     assert cfg.model.embedded_preset == "mini_guess"
+
+
+def test_a_notebooks_runs_are_read_with_their_sweep_labels_and_a_median_arm(tmp_path, capsys):
+    """--notebook reads a notebook's archived runs (Fig. 2 has no labels: its arms are named by their sweep values)
+    and names the median arm by sampled rise, the lower middle one when the number of arms is even."""
+    kl = load("kk_learning")
+    table = kl.main(["--notebook", "dgro_fig2_beta", "--store", str(tmp_path / "runs")])
+    assert set(table["arm"]) == {"beta1=1.0, beta2=0.0", "beta1=1.0, beta2=0.01", "beta1=1.0, beta2=0.1",
+                                 "beta1=1.0, beta2=1.0", "beta1=0.1, beta2=0.01"}
+    mid = kl.median_arm(table)
+    assert mid["sampled_rise"] == sorted(table["sampled_rise"])[2]
+    assert f"median arm (by sampled rise, of 5): {mid['arm']}:" in capsys.readouterr().out
+    even = pd.DataFrame({"arm": list("abcd"), "sampled_rise": [4.0, 1.0, 3.0, 2.0]})
+    assert kl.median_arm(even)["arm"] == "d"  # rises 1, 2, 3, 4: the lower middle one, 2
+    with pytest.raises(SystemExit, match="--notebook 'dgro_fig9': not one of the K&K learning notebooks"):
+        kl.main(["--notebook", "dgro_fig9"])

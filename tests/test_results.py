@@ -114,7 +114,15 @@ def test_a_notebook_block_shows_estimates_levels_and_one_seed_points():
     assert "reference/cpu/00_base_model/claims.csv" in base and "**estimate**" in base
     assert "75.00 [" in base and "] % | 1 model |" in base  # a level in percent, one fixed model
     rl_map = results.notebook_block(REFERENCE, "01_miniature_map")
-    assert "(1 seed)" in rl_map and "(exact)" not in rl_map
+    assert "(exact)" not in rl_map and "(1 seed)" not in rl_map and "] points | 2 |" in rl_map  # 2 seeds a point
+    import numpy as np
+
+    from dgro_lib.report.claims import claim, claim_cells, judge_claims
+    from dgro_lib.report.inference import compare
+
+    one = judge_claims([claim("A: greedy change (points)", compare(np.array([[1.0, 0, 1, 1]]),
+                                                                   base=np.array([0.0, 0, 1, 1])), metric="greedy")])
+    assert claim_cells(next(one.itertuples()))[2:4] == ["+25.00 points (1 seed)", "1"]  # one run: no interval
     theory = results.notebook_block(REFERENCE, "dgro_theory")
     assert "| 0 (exact) | — | — | — | **contradicted** |" in theory
     with pytest.raises(FileNotFoundError, match="no_such_notebook"):

@@ -253,12 +253,14 @@ def rl_map_figure(table: pd.DataFrame, *, title: str) -> plt.Figure:
     long = pd.concat([
         pd.DataFrame({"point": table["point"], "metric": metric, "delta_points": table[f"{metric}_delta_points"],
                       "z": table[f"{metric}_z"]}) for metric in ("greedy", "sampled")], ignore_index=True)
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(table) + 1.8))
+    fig, ax = plt.subplots(figsize=(12, 0.6 * len(table) + 1.8))
     sns.barplot(long, y="point", x="delta_points", hue="metric", ax=ax, orient="h")
     for container, metric in zip(ax.containers, ("greedy", "sampled")):
         zs = long[long["metric"] == metric]["z"].tolist()
         ax.bar_label(container, labels=[f"z={z:+.1f}" for z in zs], fontsize=8, padding=3)
     ax.axvline(0, color="black", linewidth=0.8)
+    ax.margins(x=0.15)  # room for the z labels at both ends
+    sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # outside: bars fill the axes
     ax.set_xlabel("held-out accuracy change vs the base (points)")
     ax.set_ylabel("")
     ax.set_title(title)
@@ -325,10 +327,11 @@ def gradient_bounds_figure(cases: pd.DataFrame, variance: pd.DataFrame) -> plt.F
     return fig
 
 
-def kk_size_figure(long: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+def kk_size_figure(long: pd.DataFrame, *, title: str | None = None, protocol: str) -> plt.Figure:
     """DGRO Table 2 as bars: pass@1 per people count (x, the table's column order), one bar per model, the seed
     s.d. as an error bar; sizes outside the models' training data shaded. ``long``:
-    :func:`~dgro_lib.analysis.probes.kk_size_table`'s first table."""
+    :func:`~dgro_lib.analysis.probes.kk_size_table`'s first table; ``protocol`` names how pass@1 was read (the
+    y label: "greedy", "sampled, T = 1, avg@2")."""
     sizes = list(dict.fromkeys(long["people"]))
     models = list(dict.fromkeys(long["model"]))
     fig, ax = plt.subplots(figsize=(1.2 * len(sizes) + 3, 3.8))
@@ -344,7 +347,7 @@ def kk_size_figure(long: pd.DataFrame, *, title: str | None = None) -> plt.Figur
             ax.axvspan(j - 0.45, j + 0.45, color="0.92", zorder=0)
     ax.set_xticks(range(len(sizes)), [f"{p}" + ("" if trained[p] else "\n(OOD)") for p in sizes])
     ax.set_xlabel("people in the puzzle")
-    ax.set_ylabel("pass@1 (greedy)")
+    ax.set_ylabel(f"pass@1 ({protocol})")
     ax.set_ylim(0, 1)
     ax.legend(frameon=False, fontsize=8)
     if title:

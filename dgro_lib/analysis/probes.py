@@ -198,12 +198,17 @@ def base_model_summary(greedy: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFram
 # the RL map of the miniature (notebooks/01_miniature_map)
 # ---------------------------------------------------------------------------------------------
 
+__all__ += ["point_labels", "rl_map_table", "protocol_frame"]
+
 
 def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     """A short label per row from its sweep-point columns: ``learning_rate=3e-05, temperature=1.0``; the keys of a
     joined sweep axis (``a|b``) may be given joined."""
     cols = [k for key in keys for k in key.split("|")]
-    return df.apply(lambda r: ", ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols), axis=1)
+    # column by column: a row of an all-numeric frame is upcast to float (prompts_per_step=4 would read 4.0)
+    parts = [[f"{c.split('.')[-1]}={v}" for v in df[c].tolist()] for c in cols]
+    return pd.Series([", ".join(row) for row in zip(*parts)] if cols else [""] * len(df), index=df.index,
+                     dtype=object)
 
 
 def sweep_point_labels(cfg, keys: Sequence[str]) -> list[str]:
@@ -215,17 +220,21 @@ def sweep_point_labels(cfg, keys: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(point_labels(points, keys)))
 
 
-def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: int = 10,
-                 labeler=None) -> pd.DataFrame:
+def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, greedy: pd.DataFrame | None = None,
+                 learning: pd.DataFrame | None = None, window: int = 10, labeler=None) -> pd.DataFrame:
     """One row per sweep point of an RL map, pooled over seeds: greedy accuracy (pooled McNemar z vs the base),
     sampled accuracy (avg@k; paired z on the seed-averaged per-puzzle differences), and from training: the sampled
     training accuracy over the first and last ``window`` steps, the mean fraction of zero-variance groups, the last
     entropy and the mean training time.
 
-    ``result`` is :class:`~dgro_lib.runs.experiment.ExperimentResult`; ``sampled`` is
-    :func:`~dgro_lib.runs.experiment.evaluate_runs` under the sampled protocol (its ``run == "base"`` rows are the base
-    models). A sweep that changes the base model compares each run with its own base. ``labeler`` names the points
-    (a function of a DataFrame with the sweep columns, returning one label per row; default :func:`point_labels`).
+    ``result`` is :class:`~dgro_lib.runs.experiment.ExperimentResult`; ``sampled`` and ``greedy`` are
+    :func:`~dgro_lib.runs.experiment.evaluate_runs` frames (their ``run == "base"`` rows are the base models). Without
+    ``greedy``, the params' own protocol is the greedy one and ``result``'s final evaluations are read as it; a
+    sampled protocol passes ``sampled=protocol_frame(result)`` and the greedy second evaluation as ``greedy``. A sweep
+    that changes the base model compares each run with its own base. ``labeler`` names the points (a function of a
+    DataFrame with the sweep columns, returning one label per row; default :func:`point_labels`). ``learning``
+    (:func:`~dgro_lib.analysis.learning.run_learning` of ``result``) adds each point's mean learning speed
+    (``speed``, points: the mean of the held-out curve during training).
     """
     from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 
@@ -233,34 +242,60 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, window: 
     finals = result.finals.assign(point=labeler(result.finals))
     if "base_model" not in finals:
         finals["base_model"] = next(iter(result.bases), "base")
-    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
-    runs = sampled[sampled["run"] != "base"].merge(finals[["run", "point"]], on="run")
-    greedy, samp = [], []
-    for ident, group in finals.groupby("base_model", sort=False):  # each run against its own base model
-        greedy.append(paired_improvement_table(group, bases[ident]["correct"], by="point"))
-        base_fraction = sampled.loc[(sampled["run"] == "base") & (sampled["base_model"] == ident), "correct"].iloc[0]
-        samp.append(paired_fraction_table(runs[runs["base_model"] == ident], base_fraction, by="point"))
-    greedy, samp = pd.concat(greedy), pd.concat(samp)
-    greedy = greedy[greedy["seed"] == "pooled"].set_index("point")
+    greedy = protocol_frame(result) if greedy is None else greedy
+
+    def labelled(frame):
+        return frame[frame["run"] != "base"].drop(columns="point", errors="ignore").merge(
+            finals[["run", "point"]], on="run")
+
+    def base_of(frame, ident):
+        return frame.loc[(frame["run"] == "base") & (frame["base_model"] == ident), "correct"].iloc[0]
+
+    g_runs, s_runs = labelled(greedy), labelled(sampled)
+    g_tables, s_tables = [], []
+    for ident in dict.fromkeys(finals["base_model"]):  # each run against its own base model
+        g_tables.append(paired_improvement_table(g_runs[g_runs["base_model"] == ident], base_of(greedy, ident),
+                                                 by="point"))
+        s_tables.append(paired_fraction_table(s_runs[s_runs["base_model"] == ident], base_of(sampled, ident),
+                                              by="point"))
+    g, samp = pd.concat(g_tables), pd.concat(s_tables)
+    g = g[g["seed"] == "pooled"].set_index("point")
     samp = samp[samp["seed"] == "pooled"].set_index("point")
     m = result.metrics.merge(finals[["run", "point"]], on="run")
     outcome = _outcome_column(m, "correct")
-    train = m.groupby("point").apply(lambda g: pd.Series({
-        "train_acc_first": g[g["step"] <= window][outcome].mean(),
-        "train_acc_last": g[g["step"] > g["step"].max() - window][outcome].mean(),
-        "frac_zero_std": g["frac_reward_zero_std"].mean(),
-        "entropy_last": g[g["step"] > g["step"].max() - window]["entropy"].mean()}), include_groups=False)
+    train = m.groupby("point").apply(lambda d: pd.Series({
+        "train_acc_first": d[d["step"] <= window][outcome].mean(),
+        "train_acc_last": d[d["step"] > d["step"].max() - window][outcome].mean(),
+        "frac_zero_std": d["frac_reward_zero_std"].mean(),
+        "entropy_last": d[d["step"] > d["step"].max() - window]["entropy"].mean()}), include_groups=False)
     table = pd.DataFrame({
         "base_model": finals.groupby("point")["base_model"].first(),
         "seeds": finals.groupby("point").size(),
-        "greedy_base": greedy["acc_before"], "greedy_after": greedy["acc_after"],
-        "greedy_delta_points": greedy["delta_points"], "greedy_z": greedy["z"],
+        "greedy_base": g["acc_before"], "greedy_after": g["acc_after"],
+        "greedy_delta_points": g["delta_points"], "greedy_z": g["z"],
         "sampled_base": samp["acc_before"], "sampled_after": samp["acc_after"],
         "sampled_delta_points": samp["delta_points"], "sampled_z": samp["z"],
         "train_minutes": finals.groupby("point")["train_seconds"].mean() / 60,
     }).join(train)
+    if learning is not None:
+        speed = learning.merge(finals[["run", "point"]], on="run", suffixes=("_", ""))
+        table["speed"] = speed.groupby("point")["speed"].mean()
     order = list(dict.fromkeys(labeler(pd.DataFrame(_points_in_order(result)))))
     return table.reindex(order).rename_axis("point").reset_index()
+
+
+def protocol_frame(result) -> pd.DataFrame:
+    """``result``'s own final evaluations (the params' ``eval`` protocol) as an
+    :func:`~dgro_lib.runs.experiment.evaluate_runs` frame: one row per run (``run``, ``seed``, ``base_model``,
+    ``correct``) and one per base model (``run == "base"``)."""
+    finals = result.finals
+    if "base_model" not in finals:
+        finals = finals.assign(base_model=next(iter(result.bases), "base"))
+    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
+    runs = finals[["run", "seed", "base_model", "correct"]]
+    base_rows = pd.DataFrame([{"run": "base", "seed": float("nan"), "base_model": ident, "correct": b["correct"]}
+                              for ident, b in bases.items()])
+    return pd.concat([runs, base_rows], ignore_index=True)
 
 
 def _outcome_column(metrics: pd.DataFrame, outcome: str) -> str:
@@ -375,7 +410,7 @@ DGRO_TABLE2_PAPER = pd.DataFrame(
     columns=["model", 3, 4, 5, 6, 7, 2, 8])
 
 
-def kk_size_table(evals: dict[int, pd.DataFrame], *, train_people: Sequence[int], labeler
+def kk_size_table(evals: dict[int, pd.DataFrame], *, train_people: Sequence[int], labeler, sampled: bool = False
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """DGRO Table 2 from per-size evaluations: ``evals[people]`` is :func:`~dgro_lib.runs.experiment.evaluate_runs` on
     that people count's held-out puzzles (its ``run == "base"`` row the base model). ``labeler`` names the runs'
@@ -384,9 +419,13 @@ def kk_size_table(evals: dict[int, pd.DataFrame], *, train_people: Sequence[int]
     Returns (long, tests). ``long``: one row per (model, people): n puzzles, seeds, pass@1 mean and s.d. over seeds,
     and ``in_training`` (the size is one the model was trained on; the others are out of distribution *for this
     model*, whatever the paper's split). ``tests``: each run label against the base at each size, McNemar pooled
-    over seeds (:func:`~dgro_lib.evaluate.paired_improvement_table`).
+    over seeds (:func:`~dgro_lib.evaluate.paired_improvement_table`) for a greedy protocol; for a sampled one
+    (``sampled``: ``correct`` holds each puzzle's fraction of correct samples) the paired z of the per-puzzle
+    differences (:func:`~dgro_lib.evaluate.paired_fraction_table`), whose ``fixed`` / ``broken`` are left empty.
     """
-    from dgro_lib.evaluate import paired_improvement_table
+    from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
+
+    paired = paired_fraction_table if sampled else paired_improvement_table
 
     long, tests = [], []
     for people, ev in evals.items():
@@ -399,11 +438,11 @@ def kk_size_table(evals: dict[int, pd.DataFrame], *, train_people: Sequence[int]
             long.append({"model": label, "people": people, "n": int(g["n"].iloc[0]), "seeds": len(g),
                          "pass@1": g["accuracy"].mean(), "std": g["accuracy"].std(ddof=1) if len(g) > 1 else 0.0,
                          "in_training": people in train_people})
-        t = paired_improvement_table(runs, base["correct"].iloc[0], by="point")
+        t = paired(runs, base["correct"].iloc[0], by="point")
         tests.append(t[t["seed"] == "pooled"].drop(columns="seed").assign(people=people))
     tests = pd.concat(tests, ignore_index=True).rename(columns={"point": "model"})
-    return pd.DataFrame(long), tests[["model", "people", "acc_before", "acc_after", "delta_points", "fixed",
-                                      "broken", "z", "p"]]
+    return pd.DataFrame(long), tests.reindex(columns=["model", "people", "acc_before", "acc_after", "delta_points",
+                                                      "fixed", "broken", "z", "p"])
 
 
 def kk_size_wide(long: pd.DataFrame, *, paper: pd.DataFrame | None = DGRO_TABLE2_PAPER) -> pd.DataFrame:

@@ -53,12 +53,14 @@ class BaseModelKnobs:
 
 @dataclass(frozen=True)
 class MiniatureMapKnobs:
-    """``01_miniature_map``: the candidate bases compared first, and the sampled reading of every map point."""
+    """``01_miniature_map``: the candidate bases compared first (greedy, ``greedy_eval``, and sampled,
+    ``base_candidate_eval``, on the first ``base_candidate_puzzles`` held-out puzzles), and the greedy reading of
+    every map point beside the params' sampled protocol."""
 
     base_candidates: list[str]
     base_candidate_puzzles: int
     base_candidate_eval: EvalOverrides
-    sampled_eval: EvalOverrides
+    greedy_eval: EvalOverrides
 
 
 @dataclass(frozen=True)

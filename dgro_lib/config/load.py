@@ -54,6 +54,10 @@ def _validate(cfg: ExperimentConfig) -> None:
         for arm in getattr(knobs, "counted_elsewhere", []):
             if arm not in labels:
                 raise ConfigError(f"extra.counted_elsewhere: {arm!r} is not one of extra.labels {labels}")
+    greedy = getattr(knobs, "greedy_eval", None)
+    if greedy is not None and greedy.temperature != 0:  # read and labelled as greedy accuracy (McNemar on 0/1)
+        raise ConfigError(f"extra.greedy_eval.temperature: the greedy reading must have temperature 0, got "
+                          f"{greedy.temperature}")
     if not cfg.seeds:
         raise ConfigError("seeds: at least one seed is required")
     if cfg.kind not in KINDS:

@@ -27,6 +27,11 @@ def mcnemar(before: Sequence[bool], after: Sequence[bool]) -> dict[str, float]:
     """
     if len(before) != len(after):
         raise ValueError(f"before/after must be paired: lengths {len(before)} and {len(after)} differ")
+    for name, v in (("before", before), ("after", after)):
+        odd = [x for x in v if x not in (0, 1)]  # True/False compare equal to 1/0
+        if odd:  # a per-puzzle fraction of samples (avg@k) is truthy when partly right: McNemar would miscount it
+            raise ValueError(f"mcnemar: {name} holds {odd[0]!r}, not a 0/1 correctness; for per-puzzle fractions of "
+                             "correct samples use paired_fraction_table")
     fixed = sum(1 for b, a in zip(before, after) if not b and a)
     broken = sum(1 for b, a in zip(before, after) if b and not a)
     z, p = mcnemar_z(fixed, broken)

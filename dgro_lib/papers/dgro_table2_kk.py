@@ -1,8 +1,9 @@
 """DGRO Table 2 (pass@1 on Knights-and-Knaves by number of people): the claims of ``notebooks/dgro_table2_kk``.
 
 Each trained model against the base model at each people count (the paper: DGRO improves at every size, in and
-out of its training sizes), greedy pass@1 on that size's held-out puzzles; *not testable at this scale* where the
-base and the model both score 0 (a size the miniature cannot solve) or both 1."""
+out of its training sizes), pass@1 under the params' protocol on that size's held-out puzzles (per puzzle the
+fraction of correct samples, or 0/1 when greedy); *not testable at this scale* where the base and the model both
+score 0 (a size the miniature cannot solve) or both 1."""
 
 from __future__ import annotations
 

@@ -9,35 +9,34 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from dgro_lib.analysis.probes import point_labels
+from dgro_lib.analysis.probes import point_labels, protocol_frame
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare, level
-from dgro_lib.papers.common import arms, sampled_arms
+from dgro_lib.papers.common import sampled_arms
 
 __all__ = ["map_claims", "base_model_claims"]
 
 
-def map_claims(result, sampled: pd.DataFrame, keys, *, seeds: Iterable[int] | None = None) -> list[dict]:
+def map_claims(result, sampled: pd.DataFrame, keys, *, greedy: pd.DataFrame | None = None,
+               seeds: Iterable[int] | None = None) -> list[dict]:
     """Per map point (labelled by :func:`~dgro_lib.analysis.probes.point_labels` of ``keys``): the greedy and sampled
-    change against the base model its runs started from, in points (no direction: a map)."""
+    change against the base model its runs started from, in points (no direction: a map). ``sampled`` and
+    ``greedy`` as :func:`~dgro_lib.analysis.probes.rl_map_table` takes them (without ``greedy``, ``result``'s own
+    final evaluations are the greedy reading)."""
     seeds = list(seeds) if seeds is not None else None
     finals = result.finals.assign(point=point_labels(result.finals, keys))
     if "base_model" not in finals:
         finals["base_model"] = next(iter(result.bases), "base")
-    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
-    order = list(dict.fromkeys(finals["point"]))
+    greedy = protocol_frame(result) if greedy is None else greedy
     rows = []
-    for point in order:
+    for point in dict.fromkeys(finals["point"]):
         group = finals[finals["point"] == point]
         ident = group["base_model"].iloc[0]
-        greedy = arms(group, "point", seeds=seeds)[point]
-        base_rows = sampled[(sampled["run"] == "base") & (sampled["base_model"] == ident)]
-        runs = sampled[sampled["run"].isin(group["run"])]
-        samp, base_fraction = sampled_arms(pd.concat([base_rows, runs]), group, "point", seeds=seeds)
-        rows.append(claim(f"{point}: greedy change (points)", compare(greedy, base=bases[ident]["correct"]),
-                          metric="greedy"))
-        rows.append(claim(f"{point}: sampled change (points)", compare(samp[point], base=base_fraction),
-                          metric="sampled"))
+        for metric, frame in (("greedy", greedy), ("sampled", sampled)):
+            base_rows = frame[(frame["run"] == "base") & (frame["base_model"] == ident)]
+            runs = frame[frame["run"].isin(group["run"])].drop(columns="point", errors="ignore")
+            scores, base = sampled_arms(pd.concat([base_rows, runs]), group, "point", seeds=seeds)
+            rows.append(claim(f"{point}: {metric} change (points)", compare(scores[point], base=base), metric=metric))
     return rows
 
 

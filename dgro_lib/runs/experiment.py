@@ -344,19 +344,23 @@ def _run_eval_target(cfg: ExperimentConfig, run_dir: Path, eval_overrides: dict[
     return last, ecfg, records, protocol, path
 
 
-def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: str | Path,
-                             eval_overrides: dict[str, Any], *, n_puzzles: int | None = None) -> pd.DataFrame:
-    """Greedy (``cfg.eval``) and sampled (``eval_overrides``) accuracy of several embedded base models on the first
-    ``n_puzzles`` held-out puzzles, plus the fraction of puzzles whose samples are all right or all wrong (the
-    zero-variance groups GRPO-style losses learn nothing from). Stored in ``store/base`` and computed once."""
+def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: str | Path, *,
+                             greedy: dict[str, Any], sampled: dict[str, Any],
+                             n_puzzles: int | None = None) -> pd.DataFrame:
+    """Greedy and sampled accuracy (``cfg.eval`` with the ``greedy`` and the ``sampled`` overrides) of several
+    embedded base models on the first ``n_puzzles`` held-out puzzles, plus the fraction of puzzles whose samples are
+    all right or all wrong (the zero-variance groups GRPO-style losses learn nothing from). Stored in
+    ``store/base`` and computed once."""
     rows = []
     torch.set_num_threads(cfg.train.threads)
     for preset in presets:
         c = apply_overrides(cfg, {"model.embedded_preset": preset, "sweep": {}}, source=f"base candidate {preset}")
         model_path = resolve_model_path(c)
         out = {"preset": preset, "model": Path(model_path).name}
-        for name, overrides in (("greedy", {}), ("sampled", eval_overrides)):
+        for name, overrides in (("greedy", greedy), ("sampled", sampled)):
             ecfg, records, protocol = _eval_setup(c, overrides, n_puzzles)
+            if (ecfg.eval.temperature == 0) != (name == "greedy"):
+                raise ValueError(f"base candidates: the {name} protocol has temperature {ecfg.eval.temperature}")
             key = base_evaluation_key(_model_identity(ecfg, model_path), protocol, records)
             saved = _stored_evaluation(model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json")
             out[f"{name}_accuracy"] = saved["summary"]["accuracy"]
