@@ -58,8 +58,8 @@ def _runs(cfg, store: Path, archive: Path, train: bool):
     """The runs of ``cfg``'s sweep, restored from the archive (or trained when ``train``), labelled by their arm
     (``point``: extra.labels, one per sweep entry in order, or the sweep values where the params have no labels);
     their greedy second evaluation; the base model's sampled and greedy accuracy in points."""
-    from dgro_lib.analysis.dcpo import sweep_labels
     from dgro_lib.analysis.probes import label_points
+    from dgro_lib.papers.learning import arm_labeler
     from dgro_lib.config import expand_sweep
     from dgro_lib.runs.archive import archive_runs
     from dgro_lib.runs.experiment import evaluate_runs, run_experiment
@@ -76,9 +76,7 @@ def _runs(cfg, store: Path, archive: Path, train: bool):
                             evaluations=[(greedy_protocol, None)])
     if train:  # every run of the plan into the archive (a run archived already is refreshed in place)
         archive_runs(store, archive, keys)
-    # arms named by the params' labels where it has them, else by their sweep values (Fig. 2's grid, the RL map)
-    labeler = sweep_labels(cfg, key=next(iter(cfg.sweep))) if "labels" in cfg.extra else None
-    labelled = label_points(result, list(cfg.sweep), labeler=labeler)
+    labelled = label_points(result, list(cfg.sweep), labeler=arm_labeler(cfg))  # labels, else the sweep values
     greedy = evaluate_runs(result, cfg, greedy_protocol)  # computed beside the training: read back
     base = {"sampled_base": 100 * result.base["summary"]["accuracy"],
             "greedy_base": 100 * float(greedy.loc[greedy["run"] == "base", "accuracy"].iloc[0])}

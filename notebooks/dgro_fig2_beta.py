@@ -47,7 +47,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 # %%
 from dgro_lib.analysis.learning import arm_summary
 from dgro_lib.analysis.plots import grad_ratio_figure, learning_bands_figure, learning_curves, save_figure
-from dgro_lib.analysis.probes import point_labels, sweep_point_labels
+from dgro_lib.analysis.probes import sweep_point_labels
 from dgro_lib.papers.dgro_fig2_beta import claims
 from dgro_lib.papers.learning import read_learning_runs
 from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
@@ -64,8 +64,7 @@ print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) 
 # %% tags=["hide-output"]
 greedy_protocol = cfg.knobs.greedy_eval.overrides()  # the second evaluation, computed beside the training
 result = run_experiment(cfg, out, workers=workers, store=out.parent / "runs", evaluations=[(greedy_protocol, None)])
-result, labelled, greedy, learning = read_learning_runs(cfg, result, evaluate_runs(result, cfg, greedy_protocol),
-                                                        labeler=lambda df: point_labels(df, keys))  # by values
+result, labelled, greedy, learning = read_learning_runs(cfg, result, evaluate_runs(result, cfg, greedy_protocol))
 order = sweep_point_labels(cfg, keys)  # the params' order, for the legends and tables
 learning.to_csv(out / "fig2_runs.csv", index=False)  # one row per run: every figure below, per seed
 base = result.base["summary"]

@@ -198,7 +198,7 @@ def base_model_summary(greedy: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFram
 # the RL map of the miniature (notebooks/01_miniature_map)
 # ---------------------------------------------------------------------------------------------
 
-__all__ += ["point_labels", "rl_map_table", "protocol_frame"]
+__all__ += ["point_labels", "rl_map_table", "protocol_frame", "base_models"]
 
 
 def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
@@ -239,9 +239,8 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, greedy: 
     from dgro_lib.evaluate import paired_fraction_table, paired_improvement_table
 
     labeler = labeler or (lambda df: point_labels(df, keys))
-    finals = result.finals.assign(point=labeler(result.finals))
-    if "base_model" not in finals:
-        finals["base_model"] = next(iter(result.bases), "base")
+    finals, _ = base_models(result)
+    finals = finals.assign(point=labeler(finals))
     greedy = protocol_frame(result) if greedy is None else greedy
 
     def labelled(frame):
@@ -278,8 +277,7 @@ def rl_map_table(result, sampled: pd.DataFrame, keys: Sequence[str], *, greedy: 
         "train_minutes": finals.groupby("point")["train_seconds"].mean() / 60,
     }).join(train)
     if learning is not None:
-        speed = learning.merge(finals[["run", "point"]], on="run", suffixes=("_", ""))
-        table["speed"] = speed.groupby("point")["speed"].mean()
+        table["speed"] = labelled(learning).groupby("point")["speed"].mean()
     order = list(dict.fromkeys(labeler(pd.DataFrame(_points_in_order(result)))))
     return table.reindex(order).rename_axis("point").reset_index()
 
@@ -288,14 +286,20 @@ def protocol_frame(result) -> pd.DataFrame:
     """``result``'s own final evaluations (the params' ``eval`` protocol) as an
     :func:`~dgro_lib.runs.experiment.evaluate_runs` frame: one row per run (``run``, ``seed``, ``base_model``,
     ``correct``) and one per base model (``run == "base"``)."""
-    finals = result.finals
-    if "base_model" not in finals:
-        finals = finals.assign(base_model=next(iter(result.bases), "base"))
-    bases = result.bases or {finals["base_model"].iloc[0]: result.base}
+    finals, bases = base_models(result)
     runs = finals[["run", "seed", "base_model", "correct"]]
     base_rows = pd.DataFrame([{"run": "base", "seed": float("nan"), "base_model": ident, "correct": b["correct"]}
                               for ident, b in bases.items()])
     return pd.concat([runs, base_rows], ignore_index=True)
+
+
+def base_models(result) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """``result``'s finals with a ``base_model`` column (a sweep that never changes the model has one base, named
+    by ``result.bases`` or ``"base"``) and every base model's evaluation by that name."""
+    finals = result.finals
+    if "base_model" not in finals:
+        finals = finals.assign(base_model=next(iter(result.bases), "base"))
+    return finals, result.bases or {finals["base_model"].iloc[0]: result.base}
 
 
 def _outcome_column(metrics: pd.DataFrame, outcome: str) -> str:

@@ -25,16 +25,14 @@ NOTEBOOKS = ("dgro_fig1_reward_variance", "dgro_fig1_beta2_acting", "dgro_fig2_b
 def _builder(name, cfg, result):
     """``fn(seeds) -> claims table`` of notebook ``name`` from its runs (the params' sampled protocol, the greedy
     reading stored beside each run, the learning table: :func:`dgro_lib.papers.learning.read_learning_runs`)."""
-    from dgro_lib.analysis.probes import point_labels
     from dgro_lib.papers import dgro_fig1_beta2_acting, dgro_fig1_reward_variance, dgro_fig2_beta, dgro_fig3_methods
     from dgro_lib.papers.learning import read_learning_runs
     from dgro_lib.report.claims import judge_claims
     from dgro_lib.runs.experiment import evaluate_runs
 
     keys = [k for key in cfg.sweep for k in key.split("|")]
-    labeler = (lambda df: point_labels(df, keys)) if name == "dgro_fig2_beta" else None  # the grid by its values
     greedy = evaluate_runs(result, cfg, cfg.knobs.greedy_eval.overrides())  # stored beside each run: read back
-    _, lab, greedy, learning = read_learning_runs(cfg, result, greedy, labeler=labeler)
+    _, lab, greedy, learning = read_learning_runs(cfg, result, greedy)
     k, base = cfg.knobs, result.base["correct"]
     if name == "dgro_fig2_beta":
         return lambda seeds: judge_claims(dgro_fig2_beta.claims(lab.finals, base, greedy, learning, keys=keys,

@@ -18,7 +18,7 @@ from dgro_lib.papers.common import Arms, contrast_rows
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare
 
-__all__ = ["LearningRuns", "read_learning_runs", "learning_arms", "learning_contrast_rows", "learning_level_rows"]
+__all__ = ["LearningRuns", "arm_labeler", "read_learning_runs", "learning_arms", "learning_contrast_rows", "learning_level_rows"]
 
 
 class LearningRuns(NamedTuple):
@@ -31,18 +31,25 @@ class LearningRuns(NamedTuple):
     learning: pd.DataFrame
 
 
+def arm_labeler(cfg) -> Callable[[pd.DataFrame], pd.Series] | None:
+    """How ``cfg``'s arms are named: by the params' ``labels`` (one per entry of the first sweep key,
+    :func:`~dgro_lib.analysis.dcpo.sweep_labels`) where it has them, else None, which
+    :func:`~dgro_lib.analysis.probes.label_points` reads as the sweep values (Fig. 2's grid, the RL map)."""
+    from dgro_lib.analysis.dcpo import sweep_labels
+
+    return sweep_labels(cfg, key=next(iter(cfg.sweep))) if "labels" in cfg.extra else None
+
+
 def read_learning_runs(cfg, result, greedy: pd.DataFrame, *,
                        labeler: Callable[[pd.DataFrame], pd.Series] | None = None) -> LearningRuns:
     """:class:`LearningRuns` of an experiment ``result`` of ``cfg`` and its greedy second evaluation ``greedy``
     (:func:`~dgro_lib.runs.experiment.evaluate_runs` under ``cfg.knobs.greedy_eval``, base model's row included).
-    ``labeler``: each row's arm label (default: the params' ``labels``, one per entry of the first sweep key,
-    :func:`~dgro_lib.analysis.dcpo.sweep_labels`). The notebook or command trains the runs; this reads them."""
-    from dgro_lib.analysis.dcpo import sweep_labels
+    ``labeler``: each row's arm label (default: :func:`arm_labeler`). The notebook or command trains the runs; this
+    reads them."""
     from dgro_lib.analysis.learning import run_learning
     from dgro_lib.analysis.probes import label_points
 
-    keys = list(cfg.sweep)
-    labelled = label_points(result, keys, labeler=labeler or sweep_labels(cfg, key=keys[0]))
+    labelled = label_points(result, list(cfg.sweep), labeler=labeler or arm_labeler(cfg))
     greedy = greedy.merge(labelled.finals[["run", "point"]], on="run", how="left")
     return LearningRuns(result, labelled, greedy, run_learning(labelled, max_steps=cfg.train.max_steps))
 

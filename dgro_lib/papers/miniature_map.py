@@ -9,7 +9,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from dgro_lib.analysis.probes import point_labels, protocol_frame
+from dgro_lib.analysis.probes import base_models, point_labels, protocol_frame
 from dgro_lib.report.claims import claim
 from dgro_lib.report.inference import compare, level
 from dgro_lib.papers.common import sampled_arms
@@ -24,9 +24,8 @@ def map_claims(result, sampled: pd.DataFrame, keys, *, greedy: pd.DataFrame | No
     ``greedy`` as :func:`~dgro_lib.analysis.probes.rl_map_table` takes them (without ``greedy``, ``result``'s own
     final evaluations are the greedy reading)."""
     seeds = list(seeds) if seeds is not None else None
-    finals = result.finals.assign(point=point_labels(result.finals, keys))
-    if "base_model" not in finals:
-        finals["base_model"] = next(iter(result.bases), "base")
+    finals, _ = base_models(result)
+    finals = finals.assign(point=point_labels(finals, keys))
     greedy = protocol_frame(result) if greedy is None else greedy
     rows = []
     for point in dict.fromkeys(finals["point"]):
