@@ -116,7 +116,7 @@ def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
     """eval.temperature > 0: n samples per puzzle, accuracy = avg@n = pass@1, pass@k for eval.ks, one paired
     entry per puzzle, and the protocol says so."""
     from dgro_lib.evaluate import evaluate_under_config as _evaluate
-    from dgro_lib.evaluate import pass_at_k
+    from dgro_lib.evaluate import pass_at_k, per_item_correct
     from dgro_lib.evaluate import protocol_for_config as _protocol
     from dgro_lib.runs.experiment import load_eval_records, resolve_model_path
     from dgro_lib.models import load_model
@@ -130,6 +130,9 @@ def test_sampled_eval_protocol_reports_pass_at_k(tmp_path):
     assert ev["pass@1"] == ev["accuracy"] == sum(ev["n_correct"]) / 20
     assert ev["pass@4"] == sum(c > 0 for c in ev["n_correct"]) / 5
     assert ev["pass@2"] == sum(pass_at_k(4, c, 2) for c in ev["n_correct"]) / 5
+    assert per_item_correct(ev) == [c / 4 for c in ev["n_correct"]]  # what a stored evaluation keeps per puzzle
+    assert [bool(c) for c in ev["correct"]] == ev["correct"] and all(not f or c >= 1 for f, c in
+                                                                     zip(ev["correct"], ev["n_correct"]))
     p = _protocol(cfg, 5)
     assert (p["temperature"], p["n_samples"], p["ks"], p["paired_metric"]) == (1.0, 4, [1, 2, 4], "first sample per puzzle")
 

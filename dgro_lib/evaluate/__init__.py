@@ -11,7 +11,8 @@ Modules:
   protocol (with :func:`eval_summary`, its scalar fields).
 """
 
-from dgro_lib.evaluate.accuracy import eval_summary, evaluate_greedy, evaluate_sampled, evaluate_under_config, greedy_eval
+from dgro_lib.evaluate.accuracy import (eval_summary, evaluate_greedy, evaluate_sampled, evaluate_under_config, greedy_eval,
+                                        per_item_correct)
 from dgro_lib.evaluate.metrics import (
     avg_at_k,
     mcnemar,
@@ -44,4 +45,5 @@ __all__ = [
     "evaluate_sampled",
     "evaluate_under_config",
     "eval_summary",
+    "per_item_correct",
 ]

@@ -52,7 +52,12 @@ def protocol_for_config(cfg: ExperimentConfig, n_records: int) -> dict[str, Any]
     settings and ``n_records`` puzzles; written next to them in base_eval.json / final_eval.json). Greedy
     decoding records top_p 1.0 (and no seed): neither applies to it. A K&K protocol names the people counts; a
     math protocol the task and its evaluation sets instead (K&K protocols keep the fields they had before math
-    was a task, so the stored evaluations they key stay found)."""
+    was a task, so the stored evaluations they key stay found).
+
+    ``paired_metric`` is part of every stored evaluation's key, so its value stays what it was when the first
+    evaluations were stored: "first sample per puzzle" for a sampled protocol. What the stored evaluations keep per
+    puzzle under a sampled protocol is the fraction of the ``n_samples`` that were right
+    (:func:`~dgro_lib.evaluate.per_item_correct`), in ``final_eval.json`` as in the second and base evaluations."""
     e = cfg.eval
     d = cfg.data
     held_out = {"people": list(d.eval_people)} if d.task == "kk" else {"task": d.task, "math_eval": list(d.math_eval)}

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from dgro_lib.runs.archive import ARCHIVED, BASE_EVALS, archive_from_env, restore_base_eval, restore_runs
 from dgro_lib.config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
-from dgro_lib.evaluate import eval_summary, evaluate_under_config, protocol_for_config
+from dgro_lib.evaluate import eval_summary, evaluate_under_config, per_item_correct, protocol_for_config
 from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, puzzle_key, resolve_model_path
 from dgro_lib.runs.launch import launch_run
 from dgro_lib.util.manifest import finish_manifest, write_manifest
@@ -102,9 +102,8 @@ def _evaluate_model(cfg: ExperimentConfig, model_path: str, records: list[dict],
         ev = evaluate_under_config(model, tokenizer, records, cfg)
     finally:
         close_eval_model(model)
-    n = cfg.eval.n_samples if cfg.eval.temperature > 0 else 1
-    correct = [c / n for c in ev["n_correct"]] if "n_correct" in ev else list(map(bool, ev["correct"]))
-    return {"summary": eval_summary(ev), "correct": correct, "protocol": protocol, "model_path": str(model_path),
+    return {"summary": eval_summary(ev), "correct": per_item_correct(ev), "protocol": protocol,
+            "model_path": str(model_path),
             "evaluated_on": {"device": str(model.device), "dtype": str(model.dtype)}}
 
 

@@ -21,7 +21,7 @@ from trl import GRPOConfig
 
 from dgro_lib.config import (ExperimentConfig, check_runnable_here, config_to_dict, uses_reference_model,
                      vllm_max_model_length)
-from dgro_lib.evaluate import eval_summary, evaluate_under_config, protocol_for_config
+from dgro_lib.evaluate import eval_summary, evaluate_under_config, per_item_correct, protocol_for_config
 from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, load_train_records, resolve_model_path
 from dgro_lib.losses import loss_entry
 from dgro_lib.util.manifest import finish_manifest, write_manifest
@@ -301,7 +301,7 @@ def _finish_run(cfg: ExperimentConfig, seed: int, run_dir: Path, model, tokenize
     final = evaluate_under_config(model, tokenizer, eval_records, cfg)
     summary = {**eval_summary(final), "train_seconds": trained["train_seconds"], "seed": seed, **(point or {})}
     recorder.add_heldout({"step": cfg.train.max_steps, "subset": len(eval_records), **eval_summary(final)})
-    write_json(run_dir / "final_eval.json", {"summary": summary, "correct": list(map(bool, final["correct"])),
+    write_json(run_dir / "final_eval.json", {"summary": summary, "correct": per_item_correct(final),
                                              "protocol": protocol_for_config(cfg, len(final["correct"])),
                                              "evaluated_on": {"device": str(model.device), "dtype": str(model.dtype)}})
     # train_seconds is this process's share: a resumed run records where it resumed, and estimates skip it
