@@ -43,11 +43,10 @@ def rederive(run_dir: str | Path) -> tuple[str, dict | None]:
     """Evaluate the run in ``run_dir`` again from its last checkpoint under its final protocol; returns
     ``(status, final_eval with fractions)``: status ``ok`` (the first samples and the accuracy reproduced),
     ``mismatch: ...`` (with what differed; no document) or ``skip: ...``."""
-    import torch
-
     from dgro_lib.config.load import config_from_dict
-    from dgro_lib.evaluate import evaluate_under_config, per_item_correct
-    from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records
+    from dgro_lib.evaluate import per_item_correct
+    from dgro_lib.runs.data_sources import load_eval_records
+    from dgro_lib.runs.experiment import evaluate_checkpoint
 
     run_dir = Path(run_dir)
     final = json.loads((run_dir / "final_eval.json").read_text())
@@ -67,12 +66,7 @@ def rederive(run_dir: str | Path) -> tuple[str, dict | None]:
             p["n_puzzles"], p["n_samples"], p["seed"], p["temperature"]):
         return (f"mismatch: the manifest's config gives {len(records)} puzzles, n_samples {cfg.eval.n_samples}, "
                 f"seed {cfg.eval.seed}, temperature {cfg.eval.temperature}; final_eval.json's protocol {p}"), None
-    torch.set_num_threads(cfg.train.threads)
-    model, tokenizer = load_eval_model(cfg, ckpt)
-    try:
-        ev = evaluate_under_config(model, tokenizer, records, cfg)
-    finally:
-        close_eval_model(model)
+    ev, _ = evaluate_checkpoint(cfg, ckpt, records)
     first = list(map(bool, ev["correct"]))
     if first != final["correct"]:
         diff = sum(a != b for a, b in zip(first, final["correct"]))

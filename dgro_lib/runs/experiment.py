@@ -37,7 +37,7 @@ from dgro_lib.runs.training import grpo_config, run_training
 
 # run_training, prepare_run, config_diff, run_id_for, grpo_config, uses_reference_model, resolve_model_path and
 # load_eval_records are re-exported: notebooks and tests import them from here.
-__all__ = ["run_experiment", "collect_results", "evaluate_runs", "evaluate_base_candidates", "ExperimentResult", "run_training", "prepare_run", "config_diff",
+__all__ = ["run_experiment", "collect_results", "evaluate_runs", "evaluate_checkpoint", "evaluate_base_candidates", "ExperimentResult", "run_training", "prepare_run", "config_diff",
            "run_id_for", "grpo_config", "uses_reference_model", "resolve_model_path", "load_eval_records"]
 
 
@@ -92,16 +92,23 @@ def _experiment_base_evaluation(cfg: ExperimentConfig, out_dir: Path, store: Pat
     return json.loads(path.read_text())  # the form a reused evaluation has (JSON keys are strings)
 
 
-def _evaluate_model(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
-    """One evaluation of ``model_path`` under ``cfg.eval`` as it is stored: the summary, and per puzzle ``correct`` (a
-    bool when greedy, the fraction of correct samples when sampling), with the protocol and the model path."""
+def evaluate_checkpoint(cfg: ExperimentConfig, model_path: str | Path, records: list[dict]) -> tuple[dict, Any]:
+    """``(evaluation, model)``: :func:`~dgro_lib.evaluate.evaluate_under_config` of the weights at ``model_path`` on
+    ``records``, loaded where ``cfg`` evaluates (:func:`load_eval_model`) with ``cfg.train.threads`` torch threads, and
+    released after; the model is returned for its device and dtype only."""
     torch.set_num_threads(cfg.train.threads)
     # a GPU node evaluates on the GPU (or through vLLM, eval.engine), not on one CPU thread in fp32
     model, tokenizer = load_eval_model(cfg, model_path)
     try:
-        ev = evaluate_under_config(model, tokenizer, records, cfg)
+        return evaluate_under_config(model, tokenizer, records, cfg), model
     finally:
         close_eval_model(model)
+
+
+def _evaluate_model(cfg: ExperimentConfig, model_path: str, records: list[dict], protocol: dict) -> dict[str, Any]:
+    """One evaluation of ``model_path`` under ``cfg.eval`` as it is stored: the summary, and per puzzle ``correct`` (a
+    bool when greedy, the fraction of correct samples when sampling), with the protocol and the model path."""
+    ev, model = evaluate_checkpoint(cfg, model_path, records)
     return {"summary": eval_summary(ev), "correct": per_item_correct(ev), "protocol": protocol,
             "model_path": str(model_path),
             "evaluated_on": {"device": str(model.device), "dtype": str(model.dtype)}}
