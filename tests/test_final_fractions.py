@@ -46,7 +46,7 @@ def old_and_new(tmp_path_factory):
 
 def test_per_item_correct_keeps_every_sample():
     assert per_item_correct({"correct": [1, 0, True]}) == [True, False, True]  # greedy: the answer's correctness
-    ev = {"correct": [True, False], "n_correct": [1, 2], "fraction_correct": [1 / 3, 2 / 3]}
+    ev = {"correct": [True, False], "n_correct": [1, 2], "n": 6}  # 3 samples per puzzle
     assert per_item_correct(ev) == [1 / 3, 2 / 3]
 
 

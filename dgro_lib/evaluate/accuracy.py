@@ -107,8 +107,8 @@ def _evaluate_records(model, tokenizer, records, *, n, greedy, template, max_new
 def evaluate_under_config(model, tokenizer, records: Sequence[dict], cfg: ExperimentConfig) -> dict[str, Any]:
     """Held-out evaluation under ``cfg.eval`` (and ``cfg.data.template``). ``correct`` has one entry per puzzle:
     the greedy answer, or with sampling the first sample (one pass@1 draw). With sampling, ``n_correct`` (per
-    puzzle, out of ``n_samples``), ``fraction_correct`` (the same over ``n_samples``), ``pass@k`` for
-    ``cfg.eval.ks`` and ``accuracy`` = avg@n are added. What is stored per puzzle is :func:`per_item_correct`
+    puzzle, out of ``n_samples``; ``n`` counts every sample), ``pass@k`` for ``cfg.eval.ks`` and ``accuracy`` =
+    avg@n are added. What is stored per puzzle is :func:`per_item_correct`
     (the fraction of samples right)."""
     e = cfg.eval
     common = dict(template=cfg.data.template, max_new_tokens=e.max_new_tokens, batch_size=e.batch_size,
@@ -122,7 +122,6 @@ def evaluate_under_config(model, tokenizer, records: Sequence[dict], cfg: Experi
     n = e.n_samples
     counts = [sum(ev["correct"][i * n:(i + 1) * n]) for i in range(len(records))]
     ev["n_correct"] = counts
-    ev["fraction_correct"] = [c / n for c in counts]
     ev["correct"] = [bool(ev["correct"][i * n]) for i in range(len(records))]
     for k in e.ks:
         ev[f"pass@{k}"] = sum(pass_at_k(n, c, k) for c in counts) / max(len(counts), 1)
@@ -131,9 +130,13 @@ def evaluate_under_config(model, tokenizer, records: Sequence[dict], cfg: Experi
 
 def per_item_correct(ev: dict[str, Any]) -> list:
     """What a stored evaluation keeps per puzzle (``final_eval.json``, ``evals/<key>.json``, base evaluations): the
-    fraction of its samples that were right when :func:`evaluate_under_config` sampled (``fraction_correct``, so a
-    paired test uses every sample, not the first one alone), the greedy answer's correctness (a bool) otherwise."""
-    return list(ev["fraction_correct"]) if "fraction_correct" in ev else list(map(bool, ev["correct"]))
+    fraction of its samples that were right when :func:`evaluate_under_config` sampled (``n_correct`` over the
+    samples per puzzle, so a paired test uses every sample, not the first one alone), the greedy answer's correctness
+    (a bool) otherwise."""
+    if "n_correct" not in ev:
+        return list(map(bool, ev["correct"]))
+    n = ev["n"] // len(ev["n_correct"])  # samples per puzzle
+    return [c / n for c in ev["n_correct"]]
 
 
 def eval_summary(ev: dict[str, Any]) -> dict[str, Any]:
