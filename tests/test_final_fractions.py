@@ -37,7 +37,9 @@ def old_and_new(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("dgro_lib.runs.training.per_item_correct", _first_sample_only)
         E.run_experiment(cfg, root / "old", workers=1, store=root / "store_old")
-    archive_runs(root / "store_old", root / "archive")
+        # an archive holding the old run, as archives made before the fractions did (archive_runs now refuses one)
+        mp.setattr("dgro_lib.runs.archive.needs_fractions", lambda final: False)
+        archive_runs(root / "store_old", root / "archive")
     shutil.copytree(root / "store_old" / run_key(cfg, 0), root / "pristine")  # as stored, for the mismatch test
     E.run_experiment(cfg, root / "new", workers=1, store=root / "store_new")
     key = run_key(cfg, 0)
@@ -96,3 +98,13 @@ def test_a_stored_outcome_the_checkpoint_does_not_reproduce_is_left_as_it_is(old
     assert json.loads((forged / "final_eval.json").read_text()) == doc  # left as it is
     shutil.rmtree(forged / "trainer")
     assert rederive(forged)[0].startswith("skip: no trainer/checkpoint-1")
+
+
+def test_the_archive_refuses_a_run_stored_as_first_samples_and_names_the_command(old_and_new, tmp_path):
+    root, key, _, new_dir = old_and_new
+    store = tmp_path / "store"
+    shutil.copytree(root / "pristine", store / key)  # the old run, as stored before the fractions
+    shutil.copytree(new_dir, store / "a_converted_run")  # another run, fine on its own
+    with pytest.raises(ValueError, match=rf"1 run\(s\).*\['{key}'\].*final_fractions --keys {key}"):
+        archive_runs(store, tmp_path / "archive")
+    assert not (tmp_path / "archive").exists()  # refused before anything was copied

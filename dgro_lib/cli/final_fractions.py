@@ -29,14 +29,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from dgro_lib.runs.archive import needs_fractions  # the archive refuses what this command converts
+
 __all__ = ["needs_fractions", "rederive", "main"]
-
-
-def needs_fractions(final: dict) -> bool:
-    """Whether a ``final_eval.json`` (as a dict) is a sampled evaluation stored as first-sample bools."""
-    p = final.get("protocol", {})
-    return (p.get("temperature", 0) > 0 and p.get("n_samples", 1) > 1
-            and all(isinstance(c, bool) for c in final["correct"]))
 
 
 def rederive(run_dir: str | Path) -> tuple[str, dict | None]:

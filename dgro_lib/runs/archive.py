@@ -50,7 +50,7 @@ from dgro_lib.models.committed import committed_bases, weights_digest
 from dgro_lib.util.paths import OUTPUTS, REPO
 from dgro_lib.runs.store import config_diff
 
-__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "restore_runs",
+__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "needs_fractions", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
@@ -170,6 +170,16 @@ def replicates(archive: str | Path, key: str) -> list[tuple[str, Path, dict]]:
     return out
 
 
+def needs_fractions(final: dict) -> bool:
+    """Whether a ``final_eval.json`` (as a dict) is a sampled evaluation stored as first-sample bools: what a run
+    finished before every sample was kept wrote. :func:`archive_runs` refuses such a run, because its paired tests
+    would read one sample per puzzle where its summary's accuracy reads all of them;
+    ``python -m dgro_lib.cli.final_fractions`` re-derives the fractions from the run's last checkpoint."""
+    p = final.get("protocol", {})
+    return (p.get("temperature", 0) > 0 and p.get("n_samples", 1) > 1
+            and all(isinstance(c, bool) for c in final["correct"]))
+
+
 def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | None = None) -> list[str]:
     """Copy the result files of every finished run in ``store`` (or of the runs named by ``keys``) into the archive;
     returns the keys archived.
@@ -185,11 +195,21 @@ def archive_runs(store: str | Path, archive: str | Path, keys: Iterable[str] | N
     when named in ``keys`` and skipped otherwise. A run restored from an archive keeps its ``archived.json``; any
     other gets one naming its base model and that model's weights digest, so a later restore can check that it
     starts from the same base. Raises when the base model's weights cannot be read (the digest is what makes a
-    restored run comparable with a base built elsewhere)."""
+    restored run comparable with a base built elsewhere), and, before copying anything, when a run's sampled final
+    evaluation keeps only the first sample per puzzle (:func:`needs_fractions`)."""
     store, archive = Path(store), Path(archive)
     named = keys is not None
     candidates = [store / k for k in keys] if named else sorted(p for p in store.iterdir() if p.is_dir()
                                                                  and p.name != BASE_EVALS)
+    # checked before anything is copied, so a refusal leaves the archive as it was
+    unconverted = [d.name for d in candidates if (d / "final_eval.json").is_file()
+                   and needs_fractions(json.loads((d / "final_eval.json").read_text()))]
+    if unconverted:
+        raise ValueError(f"{store}: {len(unconverted)} run(s) hold a sampled final evaluation stored as the first "
+                         f"sample's outcome per puzzle (as runs finished before every sample was kept): "
+                         f"{unconverted}; nothing archived. `python -m dgro_lib.cli.final_fractions --keys "
+                         f"{' '.join(unconverted)}` re-derives the fractions from each run's last checkpoint; "
+                         "archive after that")
     pinned = {m["weights_sha256"] for m in committed_bases().values()}
     done = []
     for run_dir in candidates:
