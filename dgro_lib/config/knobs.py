@@ -188,7 +188,7 @@ class NoKnobs:
 
 @dataclass(frozen=True)
 class LearningPilotKnobs(LearningKnobs):
-    """``kk_pilot`` (``bench/kk_learning.py``): one label per sweep entry (in order) and the greedy reading beside the
+    """``kk_pilot`` and ``kk_beta2_pilot`` (``bench/kk_learning.py``): one label per sweep entry (in order) and the greedy reading beside the
     sampled protocol."""
 
 
@@ -209,6 +209,7 @@ KNOBS: dict[str, type] = {
     "dcpo_table4_h0": DCPOTable4Knobs,
     "dcpo_table5_ablation": DCPOKnobs,
     "kk_pilot": LearningPilotKnobs,
+    "kk_beta2_pilot": LearningPilotKnobs,
 }
 """Experiment (params ``name``) -> its knobs dataclass."""
 
