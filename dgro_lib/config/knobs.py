@@ -188,8 +188,8 @@ class NoKnobs:
 
 @dataclass(frozen=True)
 class LearningPilotKnobs(LearningKnobs):
-    """``kk_pilot`` and ``kk_beta2_pilot`` (``bench/kk_learning.py``): one label per sweep entry (in order) and the greedy reading beside the
-    sampled protocol."""
+    """``kk_pilot`` and ``kk_beta2_pilot`` (``bench/kk_learning.py``): one label per sweep entry (in order) and the
+    greedy reading beside the sampled protocol."""
 
 
 KNOBS: dict[str, type] = {
