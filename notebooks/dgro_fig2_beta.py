@@ -21,21 +21,25 @@
 # reward-approximation error); and (β1, β2) = (1, 0.01) "exhibits noticeable fluctuations in entropy" (more
 # exploration). The figure's own values are not in the paper's text.
 #
-# **What this notebook does**: trains DGRO at the (β1, β2) points the params name (β2 from 0 to 1 at β1 = 1, and
-# (0.1, 0.01)), the params' seeds at each point, from the same base model, and tests each claim on the training runs (`dgro_lib.papers.dgro_fig2_beta`): "steeper"
-# on the learning-speed metric (the mean of the held-out accuracy curve over training, `dgro_lib.analysis.learning`,
-# the same metric as Figs. 1 and 3) and on the final accuracy; the entropy fluctuation per run; each point against
-# the base model.
+# **What this notebook does**: trains DGRO at the (β1, β2) points the params name (β2 from 0 to 1 at β1 = 1, and (0.1,
+# 0.01)), the params' seeds at each point, from the same base model, and tests each claim on the training runs
+# (`dgro_lib.papers.dgro_fig2_beta`): "steeper" on the learning-speed metric (the mean of the held-out accuracy curve
+# over training, `dgro_lib.analysis.learning`, the same metric as Figs. 1 and 3) and on the final accuracy; the
+# entropy fluctuation per run; each point against the base model.
 #
-# **β2 needs off-policy updates.** With one optimizer update per rollout batch π_θ = π_old at every update and the
-# β2 term's gradient is zero. The params split each rollout batch into `train.updates_per_rollout` updates: from
-# the second on, β2 acts (the last section shows it).
+# **β2 needs off-policy updates.** With one optimizer update per rollout batch π_θ = π_old at every update and the β2
+# term's gradient is zero: the regime the paper's Table 5 looks like (4 prompts × 8 rollouts with a PPO mini-batch of
+# 128), and the one Fig. 1's first part trains in. Here β2 must act, so the params split each rollout batch into
+# `train.updates_per_rollout` updates: from the second on, β2 acts (the last section shows it). The learning rate is
+# Fig. 1's divided by the updates per rollout batch, so each rollout batch moves Adam by Fig. 1's budget and the
+# anchor to π_old is the only new thing; at Fig. 1's full rate some runs drift after learning and the spread over
+# seeds grows several-fold (docs/results.md).
 #
-# **Under Adam only β2/β1 matters.** The loss at (cβ1, cβ2) is c times the loss at (β1, β2), and Adam is
-# invariant to a constant factor on the loss (up to its ε and gradient clipping). So (0.1, 0.01) and (1, 0.1)
-# should train alike, and a row at β1 = 0.1 would repeat the row at β1 = 1 at ten times β2: the params hold one
-# β1 = 0.1 point, (1, 0.1)'s twin, and the project checks the twins agree (a claim of its own, not the paper's). The dgro_theory notebook computes the approximation error
-# the paper invokes: it *grows* as β2 shrinks.
+# **Under Adam only β2/β1 matters.** The loss at (cβ1, cβ2) is c times the loss at (β1, β2), and Adam is invariant to
+# a constant factor on the loss (up to its ε and gradient clipping). So (0.1, 0.01) and (1, 0.1) should train alike,
+# and a row at β1 = 0.1 would repeat the row at β1 = 1 at ten times β2: the params hold one β1 = 0.1 point, (1, 0.1)'s
+# twin, and the project checks the twins agree (a claim of its own, not the paper's). The dgro_theory notebook
+# computes the approximation error the paper invokes: it *grows* as β2 shrinks.
 
 # %% tags=["parameters"]
 import os
