@@ -7,8 +7,8 @@ scheme goes through ``kk_reward``/``math_reward`` (the accuracy scheme's format-
 included), and megabyte inputs built from adversarial fragments must finish in bounded time.
 
 Examples per property: ``DGRO_HYPOTHESIS_EXAMPLES`` (default 2,500, ``make test``'s budget: 10,000 took about
-3.5 min of one core for this file, 29 tests, and 2,000 ~40 s). ``pytest -m nightly tests/test_reward_totality.py`` reruns them all at
-100,000 examples (``DGRO_NIGHTLY_EXAMPLES``), about half an hour of one core.
+3.5 min of one core for this file, 29 tests, and 2,000 ~40 s). ``pytest -m nightly tests/test_reward_totality.py``
+reruns them all at 100,000 examples (``DGRO_NIGHTLY_EXAMPLES``), about half an hour of one core.
 """
 
 from __future__ import annotations
