@@ -55,7 +55,8 @@ default = float(cfg.loss.kwargs["entropy_base"])
 print(f"profile={profile}  H0 grid {h0_values} (default {default}); {len(cfg.seeds)} seeds; {cfg.train.max_steps} steps")
 
 # %% tags=["hide-output"]
-cal = policy_entropy(cfg, **vars(cfg.knobs.calibration))  # H0 calibrated from the base model, shown at the end
+# H0 calibrated from the base model (shown at the end); kept in the run store and its archive with the base evaluations
+cal = policy_entropy(cfg, **vars(cfg.knobs.calibration), store=out.parent / "runs")
 calibrated = round_significant(cal["H_nll"], 2)
 pd.DataFrame([cal | {"H0_calibrated": calibrated, "H0_in_params": default}]).to_csv(out / "h0_calibration.csv",
                                                                                       index=False)

@@ -173,3 +173,28 @@ def test_entropy_contrasts_and_temperature_phases():
     assert ph.loc["GRPO-1", "frac_T_high"] == 0.5 and ph.loc["GRPO-1", "switches"] == 1
     assert ph.loc["J3-0", "frac_T_high"] == 1.0 and ph.loc["GRPO-0", "frac_T_high"] == 0.0
     assert ph.loc["J3-0", "H_last"] == 2.0 and ph.loc["J3-0", "H0"] == 1.5
+
+
+def test_policy_entropy_through_a_store_is_archived_and_restored_not_recomputed(tmp_path, monkeypatch):
+    # a restore on another machine must read the number the reference was computed with (a CPU of another vendor
+    # rounds the float32 sums otherwise), so the measurement travels with the base evaluations
+    import dgro_lib.analysis.dcpo as dcpo
+    from dgro_lib.runs.archive import ARCHIVE_ENV, archive_base_evals
+
+    cfg = load_config(find_params("dcpo_table4_h0", "ci"))
+    settings = dict(n_prompts=3, n_samples=2, seed=5, batch_size=4)
+    monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "archive"))
+    fresh = policy_entropy(cfg, **settings)
+    first = policy_entropy(cfg, **settings, store=tmp_path / "a")
+    assert first == fresh  # the store changes where the number is kept, not the number
+    assert len(list((tmp_path / "a" / "base").glob("*.json"))) == 1
+    assert archive_base_evals(tmp_path / "a", tmp_path / "archive")
+
+    def must_not_measure(*args, **kwargs):
+        raise AssertionError("measured again although the archive holds the measurement")
+
+    monkeypatch.setattr(dcpo, "_policy_entropy", must_not_measure)
+    assert policy_entropy(cfg, **settings, store=tmp_path / "b") == first  # restored from the archive
+    assert policy_entropy(cfg, **settings, store=tmp_path / "a") == first  # read back from the store
+    with pytest.raises(AssertionError, match="measured again"):  # other settings: another measurement
+        policy_entropy(cfg, **(settings | {"seed": 6}), store=tmp_path / "b")

@@ -13,9 +13,11 @@ compute them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,7 +25,7 @@ import pandas as pd
 import torch
 
 __all__ = ["select_backbone", "MethodSweep", "method_sweep", "sweep_figures", "entropy_curves_figure",
-           "per_benchmark", "pass_at_k_frame", "policy_entropy", "round_significant", "sweep_labels", "paired_tests_between", "entropy_endpoints",
+           "per_benchmark", "pass_at_k_frame", "policy_entropy", "policy_entropy_key", "round_significant", "sweep_labels", "paired_tests_between", "entropy_endpoints",
            "entropy_contrasts", "temperature_phases"]
 
 
@@ -31,8 +33,8 @@ __all__ = ["select_backbone", "MethodSweep", "method_sweep", "sweep_figures", "e
 # H0 calibration
 # ---------------------------------------------------------------------------------------------
 
-def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 0, batch_size: int = 128
-                   ) -> dict[str, Any]:
+def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 0, batch_size: int = 128,
+                   store: str | Path | None = None) -> dict[str, Any]:
     """The base model's entropy as DCPO's rule measures it, before any training: ``n_samples`` completions at the
     rollout temperature ``cfg.train.temperature`` (and ``train.top_p``) for each of the first ``n_prompts``
     training prompts, scored by the same model.
@@ -40,14 +42,62 @@ def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 
     Returns ``H_nll`` (token-mean −log π of the sampled tokens, EOS included: what the trainer logs as
     ``entropy_nll`` and DCPO's ``entropy_source="nll"`` reads), ``H_full`` (token-mean full-vocabulary entropy:
     ``entropy``), ``tokens``, ``completions`` and the model path. Sampling is seeded: the numbers are a function of
-    the config and ``seed``.
+    the config, ``seed`` and the machine kind (another CPU vendor's kernels round the float32 sums otherwise, and
+    may sample other tokens).
+
+    ``store``: a run store. The measurement is then kept there as a base-model measurement
+    (``store/base/<key>.json``, beside the base evaluations) and read back instead of redone; the store's run
+    archive (:func:`~dgro_lib.runs.archive.archive_from_env`) archives it with the base evaluations and restores it
+    for the same base weights, so a restore on any machine reads the number the reference was computed with.
     """
     from dgro_lib.runs.data_sources import resolve_model_path
 
     path = resolve_model_path(cfg)  # may build the embedded base (a training loop): outside no_grad
-    with torch.no_grad():
-        return _policy_entropy(cfg, path, n_prompts=n_prompts, n_samples=n_samples, seed=seed,
-                               batch_size=batch_size)
+    settings = dict(n_prompts=n_prompts, n_samples=n_samples, seed=seed, batch_size=batch_size)
+    if store is None:
+        with torch.no_grad():
+            return _policy_entropy(cfg, path, **settings)
+    return _stored_policy_entropy(cfg, path, Path(store), settings)
+
+
+def policy_entropy_key(cfg, model_path: str | Path, settings: dict[str, Any]) -> str:
+    """12 hex digits naming a :func:`policy_entropy` measurement in the run store: the base model, the prompts (the
+    task, the template and the training records measured on), the sampling settings and the measurement's own."""
+    from dgro_lib.runs.data_sources import load_train_records
+    from dgro_lib.runs.experiment import _model_identity
+
+    t = cfg.train
+    records = load_train_records(cfg)[:settings["n_prompts"]]
+    payload = {"measurement": "policy_entropy", "model": _model_identity(cfg, str(model_path)),
+               "task": cfg.data.task, "template": cfg.data.template,
+               "records": hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest(),
+               "sampling": {"temperature": t.temperature, "top_p": t.top_p,
+                            "max_new_tokens": t.max_completion_length},
+               "settings": settings}  # batch_size too: padding and the sampler's draws follow the batches
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _stored_policy_entropy(cfg, path, store: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """:func:`policy_entropy` through the run store (``store/base/<key>.json``) and its archive."""
+    from filelock import FileLock
+
+    from dgro_lib.runs.archive import BASE_EVALS, archive_from_env, restore_base_eval
+    from dgro_lib.util.files import write_json
+
+    target = store / BASE_EVALS / f"{policy_entropy_key(cfg, path, settings)}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if not target.exists():
+            restore_base_eval(str(path), target, archive_from_env(store))
+        if not target.exists():
+            with torch.no_grad():
+                got = _policy_entropy(cfg, path, **settings)
+            # ``model_path`` is what the archive digests the weights of (as for a base evaluation)
+            write_json(target, got | {"model_path": str(path), "settings": settings})
+    stored = json.loads(target.read_text())
+    stored.pop("settings", None)
+    stored["model"] = stored.pop("model_path")
+    return stored
 
 
 def _policy_entropy(cfg, path, *, n_prompts, n_samples, seed, batch_size) -> dict[str, Any]:
