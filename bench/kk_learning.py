@@ -20,7 +20,7 @@ definitions):
   evaluation, shared by every run, and process start-up are not counted);
 * ``d_speed`` [``d_speed_lo``, ``d_speed_hi``] and ``d_final`` [...]: the arm minus the first arm in the speed metric
   and in the final sampled accuracy, with the 95 % interval over seeds (:func:`dgro_lib.report.inference.compare` on
-  the per-run values, read seed for seed when both arms hold the same seeds, as the notebooks' claims are), and
+  the per-run values, read seed for seed on the seeds both arms hold, as the notebooks' claims are), and
   ``mde_speed`` / ``mde_final``, the minimum detectable difference of these seeds (80 % power, two-sided 5 %), in
   points.
 
@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dgro_lib.papers.common import seed_pairs
 from dgro_lib.report.inference import compare
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,10 +119,10 @@ def arm_table(per_run: pd.DataFrame, base: dict) -> pd.DataFrame:
         for col, short in (("speed", "speed"), ("sampled_final", "final")):
             if arm == arms[0]:
                 continue
-            # the run-level comparison the notebooks' claims use, seed for seed when both arms hold the same seeds
-            paired = sorted(g["seed"]) == sorted(first["seed"])
-            est = compare(g.sort_values("seed")[col].to_numpy(), first.sort_values("seed")[col].to_numpy(),
-                          scale=1.0, paired=paired)
+            # the run-level comparison the notebooks' claims use, seed for seed on the seeds both arms hold
+            ga, gb = g.sort_values("seed"), first.sort_values("seed")
+            a, b, paired = seed_pairs(ga[col].to_numpy(), ga["seed"], gb[col].to_numpy(), gb["seed"])
+            est = compare(a, b, scale=1.0, paired=paired)
             row.update({f"d_{short}": est.estimate, f"d_{short}_lo": est.ci_low, f"d_{short}_hi": est.ci_high,
                         f"mde_{short}": est.mde})
         row["meets_targets"] = bool(row["sampled_rise"] >= TARGETS["sampled_rise"]

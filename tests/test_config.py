@@ -204,6 +204,40 @@ def test_zipped_sweep_key_sets_its_keys_together_and_crosses_the_others(tmp_path
     assert expand_sweep(spaced)[0][0] == {"model.path": "m", "data.math_eval": ["gsm8k"]}
 
 
+def test_a_sweep_entry_may_carry_its_own_seeds(tmp_path):
+    # an arm with a larger run spread gets more seeds; the others keep the top-level list
+    cfg = load_config(write(tmp_path, _math({"loss.name|seeds": [["grpo", [0, 1, 2, 3]], ["dcpo", None]],
+                                             "reward.scheme": ["[-1,1]", "[-3,3]"]}, seeds=[0, 1])))
+    runs = expand_sweep(cfg)
+    got = {}
+    for point, seed, concrete in runs:
+        assert "seeds" not in point  # how many runs a point has is not what a run computes
+        got.setdefault((point["loss.name"], point["reward.scheme"]), []).append(seed)
+        assert concrete.seeds == ([0, 1, 2, 3] if point["loss.name"] == "grpo" else [0, 1])
+    assert got == {("grpo", "[-1,1]"): [0, 1, 2, 3], ("grpo", "[-3,3]"): [0, 1, 2, 3],
+                   ("dcpo", "[-1,1]"): [0, 1], ("dcpo", "[-3,3]"): [0, 1]}
+    # a point's own seeds do not change its runs: seed 1 of grpo / [-1,1] is the run a plain sweep names
+    from dgro_lib.runs.store import run_key
+    keys = {(p["loss.name"], p["reward.scheme"], s): run_key(c, s) for p, s, c in runs}
+    plain = load_config(write(tmp_path, _math({"loss.name": ["grpo"], "reward.scheme": ["[-1,1]"]}, seeds=[1])))
+    (_, s, c), = expand_sweep(plain)
+    assert run_key(c, s) == keys[("grpo", "[-1,1]", 1)]
+
+
+@pytest.mark.parametrize("seeds, match", [
+    ([0, 0], r"sweep point .*\(its seeds\).*seeds: repeated seed in \[0, 0\]"),
+    ([0, -1], r"sweep point .*\(its seeds\).*seeds.*-1"),
+])
+def test_a_sweep_entrys_seeds_are_validated_like_the_top_level_list(tmp_path, seeds, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(write(tmp_path, _math({"loss.name|seeds": [["grpo", seeds]]})))
+
+
+def test_seeds_alone_is_not_a_sweep_axis(tmp_path):
+    with pytest.raises(ConfigError, match=r"sweep\.seeds: seeds vary only with a point's other keys"):
+        load_config(write(tmp_path, _math({"seeds": [[0], [1]]})))
+
+
 @pytest.mark.parametrize("sweep, match", [
     ({"model.path|data.math_evl": [["m", ["aime24"]]]}, r"sweep\.model\.path\|data\.math_evl: unknown key data\.math_evl"),
     ({"model.path|": [["m"]]}, r"sweep\.model\.path\|: empty dotted key"),

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgro_lib.config import ConfigError, apply_overrides, find_params, load_config
+from dgro_lib.config import ConfigError, apply_overrides, expand_sweep, find_params, load_config
 from dgro_lib.data import kk
 from dgro_lib.data.kk.trace import header_words
 
@@ -262,6 +262,10 @@ def test_two_processes_building_one_embedded_model_build_it_once(tmp_path, monke
     assert len(list((tmp_path / "models").glob("*/embedded.json"))) == 1
 
 
+def _points(cfg) -> list:
+    return list(dict.fromkeys(json.dumps(p, sort_keys=True) for p, _, _ in expand_sweep(cfg)))
+
+
 def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
     from dgro_lib.cli.dryrun import dry_run
     from dgro_lib.util.paths import PARAMS
@@ -270,7 +274,8 @@ def test_gpu_profile_validates_without_a_gpu_and_mirrors_the_cpu_profile():
     assert rows
     for path in sorted((PARAMS / "gpu").glob("*.yaml")):
         gpu, cpu = load_config(path), load_config(PARAMS / "cpu" / path.name)
-        assert gpu.model.embedded_preset == cpu.model.embedded_preset and gpu.sweep == cpu.sweep
+        # the same sweep points (a point's own seeds, like the top-level seeds, are the profile's to choose)
+        assert gpu.model.embedded_preset == cpu.model.embedded_preset and _points(gpu) == _points(cpu), path.name
         if gpu.kind == "train":
             assert gpu.train.cpu is False and gpu.train.learning_rate == cpu.train.learning_rate
 

@@ -131,10 +131,22 @@ def test_contrasts_pair_the_runs_of_arms_trained_with_the_same_seeds():
     row = contrast_rows(scores, [("x", "y", "higher")], metric="greedy")[0]
     want = compare(scores["x"], scores["y"], paired=True)
     assert row["paired"] and (row["value"], row["ci_low"], row["df"]) == (want.estimate, want.ci_low, want.df)
-    # other seeds (y lost seed 4), or arms that do not say which seeds they hold: Welch, as independent arms
+    # x holds a seed y lacks (more seeds for another contrast's MDE, or a lost run): the seeds both hold, paired
     uneven = arms(finals[(finals["point"] == "x") | (finals["seed"] < 4)], "point")
     assert uneven.seeds["y"] == [0, 1, 2, 3]
-    for s in (uneven, dict(scores)):
+    row = contrast_rows(uneven, [("x", "y", "higher")], metric="greedy")[0]
+    want = compare(scores["x"][:4], scores["y"][:4], paired=True)
+    assert row["paired"] and row["seeds_a"] == 4 and (row["value"], row["ci_low"]) == (want.estimate, want.ci_low)
+    # the shared seeds in any order of the rows: x's seeds 1, 3, 4 against y's 0, 1, 3 pair 1 with 1 and 3 with 3
+    odd = arms(finals[((finals["point"] == "x") & finals["seed"].isin([1, 3, 4]))
+                      | ((finals["point"] == "y") & finals["seed"].isin([0, 1, 3]))], "point")
+    row = contrast_rows(odd, [("x", "y", "higher")], metric="greedy")[0]
+    want = compare(scores["x"][[1, 3]], scores["y"][[1, 3]], paired=True)
+    assert row["paired"] and (row["value"], row["ci_low"]) == (want.estimate, want.ci_low)
+    # fewer than 2 shared seeds, or arms that do not say which seeds they hold: Welch, as independent arms
+    apart = arms(finals[((finals["point"] == "x") & (finals["seed"] < 2)) | ((finals["point"] == "y")
+                                                                           & (finals["seed"] >= 1))], "point")
+    for s in (apart, dict(scores)):
         row = contrast_rows(s, [("x", "y", "higher")], metric="greedy")[0]
         assert not row["paired"] and row["ci_low"] == compare(s["x"], s["y"]).ci_low
     assert arms(finals, "point", seeds=[3, 1]).seeds["x"] == [1, 3]
@@ -248,3 +260,10 @@ def test_dcpo_h0_claims_and_the_calibration_check(tmp_path):
     assert t.loc["H0 0.03 - H0 0.06: sampled avg@k (points)", "direction"] == "none"
     check = t.loc["H0 calibrated from the base's entropy equals the params' default"]
     assert check["verdict"] == "contradicted" and check["value"] == 0.061
+
+
+def test_seed_pairs_refuses_rows_that_do_not_match_their_seeds():
+    from dgro_lib.papers.common import seed_pairs
+
+    with pytest.raises(ValueError, match="3 and 2 rows for 2 and 2 seeds"):
+        seed_pairs([1.0, 2.0, 3.0], [0, 1], [1.0, 2.0], [0, 1])

@@ -109,8 +109,9 @@ def _sweep_values(raw: dict, key: str) -> list[tuple[str, int | None]]:
 
 
 def _runs(cfg: ExperimentConfig) -> list[ExperimentConfig]:
-    """The run config of each sweep point of ``cfg`` (the first seed's: the seeds share it)."""
-    return [run for _, seed, run in expand_sweep(cfg) if seed == cfg.seeds[0]]
+    """The run config of each sweep point of ``cfg`` (its first seed's: a point's seeds share it)."""
+    runs = expand_sweep(cfg)
+    return [run for i, (_, seed, run) in enumerate(runs) if i == 0 or runs[i - 1][2] is not run]
 
 
 def hub_models(cfg: ExperimentConfig) -> list[str]:

@@ -253,6 +253,9 @@ def _sweep_axes(cfg: ExperimentConfig) -> list[list[dict[str, Any]]]:
     for skey, values in cfg.sweep.items():
         where = f"sweep.{skey}"
         keys = [k.strip() for k in skey.split(SWEEP_JOIN)]
+        if keys == ["seeds"]:  # two points alike but for their seeds would be one point twice
+            raise ConfigError(f"{where}: seeds vary only with a point's other keys: join them with "
+                              f"{SWEEP_JOIN!r} (e.g. 'loss{SWEEP_JOIN}seeds'), or list them in the top-level seeds")
         for k in keys:
             if not k:
                 raise ConfigError(f"{where}: empty dotted key (keys joined by {SWEEP_JOIN!r} must all be named)")
@@ -282,6 +285,8 @@ def _sweep_axes(cfg: ExperimentConfig) -> list[list[dict[str, Any]]]:
 
 def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, ExperimentConfig]]:
     """All runs of an experiment: (sweep point, seed, concrete config) for the product of ``sweep`` x ``seeds``.
+    A sweep key that joins ``seeds`` to other keys gives each of its entries its own seeds (the arms that need more
+    seeds for a target MDE get them, the others keep ``seeds``); ``seeds`` is then left out of the point.
 
     Each sweep key is one axis of the product; a key of dotted keys joined by ``|`` is one axis whose entries set
     all of them together. A point maps every swept dotted key to its value, in the order of ``sweep``.
@@ -290,8 +295,12 @@ def expand_sweep(cfg: ExperimentConfig) -> list[tuple[dict[str, Any], int, Exper
               for combo in itertools.product(*_sweep_axes(cfg))] or [{}]
     runs = []
     for point in points:
-        concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
-        for seed in cfg.seeds:
+        # a point's own seeds (a ``seeds`` joined into a sweep key) replace the top-level list for its runs; they
+        # are how many runs the point has, not what a run computes, so they are not part of the point
+        seeds = point.pop("seeds", None)
+        over = {**point, "sweep": {}} | ({"seeds": seeds} if seeds is not None else {})
+        concrete = apply_overrides(cfg, over, source=f"sweep point {point}" + (" (its seeds)" if seeds else ""))
+        for seed in concrete.seeds:
             runs.append((point, seed, concrete))
     return runs
 

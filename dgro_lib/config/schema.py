@@ -247,7 +247,7 @@ class ExperimentConfig:
     counts inference memory only) or ``theory`` (no model: exact computations on small settings, e.g. dgro_theory,
     whose knobs are in ``extra``; the dry-run only validates the file)."""
     seeds: list[int] = field(default_factory=lambda: [0])
-    """Training seeds; every sweep point runs once per seed."""
+    """Training seeds; every sweep point runs once per seed (unless the sweep gives the point its own ``seeds``)."""
     workers: int = 1
     """Independent runs executed in parallel processes (one torch thread each)."""
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -264,7 +264,9 @@ class ExperimentConfig:
     "gpqa_diamond"]]]}`` gives two points, each model with its own benchmarks (crossed with the other sweep
     keys as usual). A sweep point names every dotted key separately (``point["data.math_eval"]``). A dotted
     key (or one inside it, like ``loss`` and ``loss.kwargs.coef``) may appear in one sweep key only, and no
-    list may be empty (:class:`ConfigError` naming the sweep key)."""
+    list may be empty (:class:`ConfigError` naming the sweep key). ``seeds`` joined to other keys
+    (``"loss|seeds"``) gives each entry its own seeds instead of the top-level ``seeds``: an arm with a larger run
+    spread gets more runs; it is not part of the point (:func:`~dgro_lib.config.expand_sweep`)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Notebook-specific knobs, as written: the notebook's typed section (:data:`dgro_lib.config.knobs.KNOBS`, by
     ``name``) checks them when the file loads, and :attr:`knobs` returns it built. Free-form for an experiment no

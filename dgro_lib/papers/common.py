@@ -18,7 +18,7 @@ from dgro_lib.report.claims import claim, runs_of
 from dgro_lib.report.inference import compare, level
 from dgro_lib.report.verdict import at_floor_or_ceiling
 
-__all__ = ["Arms", "arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows", "greedy_gain_rows"]
+__all__ = ["Arms", "arms", "sampled_arms", "level_rows", "gain_rows", "contrast_rows", "seed_pairs", "greedy_gain_rows"]
 
 
 class Arms(dict):
@@ -91,7 +91,9 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
     runs that share a seed share their prompt order and sampling streams, so their results correlate, and Welch's
     interval, which takes the arms as independent, would misstate the error (too wide where they correlate, too
     narrow where they anticorrelate). The reading follows from the seeds the arms were trained with, never from
-    which interval is narrower; arms with other seeds (or a plain dict, which carries none) are compared by Welch."""
+    which interval is narrower: arms that share at least 2 seeds are compared on those seeds, seed for seed (an arm
+    given more seeds than another, for another contrast's MDE, adds nothing to this one); arms that share fewer (or
+    a plain dict, which carries no seeds) are compared by Welch."""
     rows = []
     for pair in pairs:
         a, b, direction = pair[:3]
@@ -100,11 +102,32 @@ def contrast_rows(scores: dict, pairs: Sequence[tuple], *, metric: str, unit: st
             if arm not in scores:
                 raise KeyError(f"contrast {a} - {b}: no arm {arm!r} (have {list(scores)})")
         untestable = bounded and at_floor_or_ceiling([float(np.mean(scores[a])), float(np.mean(scores[b]))])
-        paired = isinstance(scores, Arms) and scores.seeds[a] == scores.seeds[b]
-        est = compare(scores[a], scores[b], scale=scale, paired=paired)
+        sa, sb, paired = _shared_seeds(scores, a, b)
+        est = compare(sa, sb, scale=scale, paired=paired)
         rows.append(claim(name.format(a=a, b=b, metric=metric, unit=unit), est, metric=metric, unit=unit,
                           direction=direction, margin=margin, untestable=untestable, source=source, note=note))
     return rows
+
+
+def _shared_seeds(scores: dict, a, b) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`seed_pairs` of arms ``a`` and ``b`` of ``scores`` (a plain dict carries no seeds: unpaired)."""
+    if not isinstance(scores, Arms):
+        return scores[a], scores[b], False
+    return seed_pairs(scores[a], scores.seeds[a], scores[b], scores.seeds[b])
+
+
+def seed_pairs(a, seeds_a: Sequence[int], b, seeds_b: Sequence[int]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(rows of a, rows of b, paired)``: two arms' runs (rows in the order of their ``seeds``) as
+    :func:`contrast_rows` reads them: the rows of the seeds both hold, in seed order, when they share at least 2
+    (seed-for-seed pairs); else every row of each, unpaired."""
+    a, b = np.asarray(a), np.asarray(b)
+    seeds_a, seeds_b = [int(s) for s in seeds_a], [int(s) for s in seeds_b]
+    if len(seeds_a) != len(a) or len(seeds_b) != len(b):
+        raise ValueError(f"seed_pairs: {len(a)} and {len(b)} rows for {len(seeds_a)} and {len(seeds_b)} seeds")
+    shared = sorted(set(seeds_a) & set(seeds_b))
+    if len(shared) < 2:
+        return a, b, False
+    return a[[seeds_a.index(s) for s in shared]], b[[seeds_b.index(s) for s in shared]], True
 
 
 def greedy_gain_rows(greedy: pd.DataFrame, by: str, *, order: Sequence, seeds: Iterable[int] | None = None
