@@ -23,7 +23,9 @@ def claims(sweep, h0_values: Sequence[float], *, default: float, base_entropy: f
     label_of = dict(zip(h0_values, sweep.labels))
     pairs = [(label_of[h], label_of[default], "lower" if h > default else "none") for h in h0_values if h != default]
     rows = contrast_rows(sampled, pairs, metric="sampled avg@k")
-    rows.append(exact("base H (nats/token)", base_entropy, metric="entropy", unit="nats/token"))
+    rows.append(exact("base H (nats/token)", base_entropy, metric="entropy", unit="nats/token",
+                      note="exact: the base's entropy on its own seeded samples, measured once (no runs to spread "
+                           "over) and kept in the run archive"))
     rows.append(exact("H0 calibrated from the base's entropy equals the params' default", calibrated,
                       metric="H0", unit="nats/token", holds=calibrated == default,
                       note=f"exact: the params use {default}"))
