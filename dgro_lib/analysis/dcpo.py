@@ -63,12 +63,11 @@ def policy_entropy(cfg, *, n_prompts: int = 64, n_samples: int = 8, seed: int = 
 def policy_entropy_key(cfg, model_path: str | Path, settings: dict[str, Any]) -> str:
     """12 hex digits naming a :func:`policy_entropy` measurement in the run store: the base model, the prompts (the
     task, the template and the training records measured on), the sampling settings and the measurement's own."""
-    from dgro_lib.runs.data_sources import load_train_records
-    from dgro_lib.runs.experiment import _model_identity
+    from dgro_lib.runs.data_sources import load_train_records, model_identity
 
     t = cfg.train
     records = load_train_records(cfg)[:settings["n_prompts"]]
-    payload = {"measurement": "policy_entropy", "model": _model_identity(cfg, str(model_path)),
+    payload = {"measurement": "policy_entropy", "model": model_identity(cfg, str(model_path)),
                "task": cfg.data.task, "template": cfg.data.template,
                "records": hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest(),
                "sampling": {"temperature": t.temperature, "top_p": t.top_p,

@@ -14,8 +14,14 @@ from dgro_lib.models.committed import committed_base, weights_digest
 from dgro_lib.util.paths import REPO
 from dgro_lib.tasks import get_task, puzzle_key
 
-__all__ = ["resolve_model_path", "expected_base_digest", "load_train_records", "load_eval_records", "load_eval_model",
+__all__ = ["resolve_model_path", "model_identity", "expected_base_digest", "load_train_records", "load_eval_records", "load_eval_model",
            "close_eval_model", "puzzle_key"]
+
+
+def model_identity(cfg: ExperimentConfig, model_path: str) -> str:
+    """What names the base model in a store key: the embedded cache folder's name (arch + recipe hash), or the
+    path / hub id as given."""
+    return Path(model_path).name if cfg.model.path == "embedded" else model_path
 
 
 def resolve_model_path(cfg: ExperimentConfig) -> str:

@@ -28,7 +28,8 @@ from dgro_lib.runs.archive import ARCHIVED, BASE_EVALS, archive_from_env, restor
 from dgro_lib.config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
 from dgro_lib.evaluate import eval_summary, evaluate_under_config, per_item_correct, protocol_for_config
-from dgro_lib.runs.data_sources import close_eval_model, load_eval_model, load_eval_records, puzzle_key, resolve_model_path
+from dgro_lib.runs.data_sources import (close_eval_model, load_eval_model, load_eval_records, model_identity, puzzle_key,
+                                       resolve_model_path)
 from dgro_lib.runs.launch import launch_run
 from dgro_lib.util.manifest import finish_manifest, write_manifest
 from dgro_lib.util.files import atomic_write, write_json
@@ -71,7 +72,7 @@ def _experiment_base_evaluation(cfg: ExperimentConfig, out_dir: Path, store: Pat
     records = load_eval_records(cfg)
     protocol = json.loads(json.dumps(protocol_for_config(cfg, len(records))))
     if store is not None:
-        stored = store / "base" / f"{base_evaluation_key(_model_identity(cfg, model_path), protocol, records)}.json"
+        stored = store / "base" / f"{base_evaluation_key(model_identity(cfg, model_path), protocol, records)}.json"
         base = _stored_evaluation(model_path, cfg, records, protocol, stored)  # experiments sharing it evaluate once
         if copy:
             write_json(path, base)
@@ -112,12 +113,6 @@ def _evaluate_model(cfg: ExperimentConfig, model_path: str, records: list[dict],
     return {"summary": eval_summary(ev), "correct": per_item_correct(ev), "protocol": protocol,
             "model_path": str(model_path),
             "evaluated_on": {"device": str(model.device), "dtype": str(model.dtype)}}
-
-
-def _model_identity(cfg: ExperimentConfig, model_path: str) -> str:
-    """What names the base model in a store key: the embedded cache folder's name (arch + recipe hash), or the
-    path / hub id as given."""
-    return Path(model_path).name if cfg.model.path == "embedded" else model_path
 
 
 def _worker(args: tuple) -> dict:
@@ -169,11 +164,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int |
             for point, seed, concrete in expand_sweep(cfg)]
     # a sweep may change the base model itself (model.embedded_preset): each run is compared with its own base.
     # resolve_model_path builds an embedded base that is not cached yet, here, before any worker needs it.
-    base_cfgs = {_model_identity(cfg, resolve_model_path(cfg)): cfg}
+    base_cfgs = {model_identity(cfg, resolve_model_path(cfg)): cfg}
     base_of, base_path = {}, {}
     for concrete, seed, run_dir, _, _ in jobs:
         base_path[run_dir] = resolve_model_path(concrete)
-        ident = _model_identity(concrete, base_path[run_dir])
+        ident = model_identity(concrete, base_path[run_dir])
         base_cfgs.setdefault(ident, concrete)
         base_of[run_dir] = ident
     archive = Path(archive) if archive is not None else archive_from_env(store)
@@ -325,7 +320,7 @@ def _base_evaluation_job(cfg: ExperimentConfig, store: Path, eval_overrides: dic
     :func:`_experiment_base_evaluation`)."""
     ecfg, records, protocol = _eval_setup(cfg, eval_overrides, n_puzzles, data_overrides)
     model_path = resolve_model_path(ecfg)
-    key = base_evaluation_key(_model_identity(ecfg, model_path), protocol, records)
+    key = base_evaluation_key(model_identity(ecfg, model_path), protocol, records)
     return model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json"
 
 
@@ -367,7 +362,7 @@ def evaluate_base_candidates(cfg: ExperimentConfig, presets: list[str], store: s
             ecfg, records, protocol = _eval_setup(c, overrides, n_puzzles)
             if (ecfg.eval.temperature == 0) != (name == "greedy"):
                 raise ValueError(f"base candidates: the {name} protocol has temperature {ecfg.eval.temperature}")
-            key = base_evaluation_key(_model_identity(ecfg, model_path), protocol, records)
+            key = base_evaluation_key(model_identity(ecfg, model_path), protocol, records)
             saved = _stored_evaluation(model_path, ecfg, records, protocol, Path(store) / "base" / f"{key}.json")
             out[f"{name}_accuracy"] = saved["summary"]["accuracy"]
             if name == "sampled":
@@ -398,7 +393,7 @@ def evaluate_runs(result: ExperimentResult, cfg: ExperimentConfig, eval_override
         point = json.loads(row.sweep_point)
         concrete = apply_overrides(cfg, {**point, "sweep": {}}, source=f"sweep point {point}")
         base_target = _base_evaluation_job(concrete, store, eval_overrides, n_puzzles, data_overrides=data_overrides)
-        ident = _model_identity(concrete, base_target[0])
+        ident = model_identity(concrete, base_target[0])
         if ident not in seen_bases:
             seen_bases.add(ident)
             targets.append(("base", base_target, {"base_model": ident}))
@@ -430,7 +425,7 @@ def base_model_tables(cfg: ExperimentConfig, store: str | Path, *, prompts: int,
                 "template": cfg.data.template, "max_new_tokens": cfg.eval.max_new_tokens,
                 "batch_size": cfg.eval.batch_size, "prompts": prompts, "samples": samples,
                 "temperature": temperature}
-    path = Path(store) / BASE_EVALS / f"{base_evaluation_key(_model_identity(cfg, model_path), protocol, records)}.json"
+    path = Path(store) / BASE_EVALS / f"{base_evaluation_key(model_identity(cfg, model_path), protocol, records)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         restore_base_eval(model_path, path, archive_from_env(store))
