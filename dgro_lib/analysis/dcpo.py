@@ -78,22 +78,16 @@ def policy_entropy_key(cfg, model_path: str | Path, settings: dict[str, Any]) ->
 
 def _stored_policy_entropy(cfg, path, store: Path, settings: dict[str, Any]) -> dict[str, Any]:
     """:func:`policy_entropy` through the run store (``store/base/<key>.json``) and its archive."""
-    from filelock import FileLock
+    from dgro_lib.runs.archive import BASE_EVALS, stored_measurement
 
-    from dgro_lib.runs.archive import BASE_EVALS, archive_from_env, restore_base_eval
-    from dgro_lib.util.files import write_json
+    def measure() -> dict[str, Any]:
+        with torch.no_grad():
+            got = _policy_entropy(cfg, path, **settings)
+        # ``model_path`` is what the archive digests the weights of (as for a base evaluation)
+        return got | {"model_path": str(path), "settings": settings}
 
     target = store / BASE_EVALS / f"{policy_entropy_key(cfg, path, settings)}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if not target.exists():
-            restore_base_eval(str(path), target, archive_from_env(store))
-        if not target.exists():
-            with torch.no_grad():
-                got = _policy_entropy(cfg, path, **settings)
-            # ``model_path`` is what the archive digests the weights of (as for a base evaluation)
-            write_json(target, got | {"model_path": str(path), "settings": settings})
-    stored = json.loads(target.read_text())
+    stored = dict(stored_measurement(target, str(path), measure))
     stored.pop("settings", None)
     stored["model"] = stored.pop("model_path")
     return stored

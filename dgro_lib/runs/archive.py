@@ -50,7 +50,7 @@ from dgro_lib.models.committed import committed_bases, weights_digest
 from dgro_lib.util.paths import OUTPUTS, REPO
 from dgro_lib.runs.store import config_diff
 
-__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "needs_fractions", "restore_runs",
+__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "stored_measurement", "needs_fractions", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"
@@ -324,6 +324,19 @@ def restore_base_eval(model_path: str, path: Path, archive: str | Path | None) -
     ev["model_path"] = str(model_path)  # where this machine keeps the (same) base
     write_json(path, ev)
     return True
+
+
+def stored_measurement(path: Path, model_path: str, measure) -> dict:
+    """``path``'s JSON, made once: a second process asking for it waits on a lock and reads it; a base-model
+    measurement (``<store>/base/<key>.json``) the store's archive holds for these weights is restored
+    (:func:`restore_base_eval`); otherwise ``measure()`` computes it and it is written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if not path.exists() and path.parent.name == BASE_EVALS:
+            restore_base_eval(model_path, path, archive_from_env(path.parent.parent))
+        if not path.exists():
+            write_json(path, measure())
+    return json.loads(path.read_text())
 
 
 def restore_runs(jobs: Iterable[tuple[ExperimentConfig, int, Path, str]], archive: str | Path) -> dict[str, str]:

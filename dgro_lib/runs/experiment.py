@@ -24,7 +24,8 @@ import torch
 from filelock import FileLock
 from tqdm.auto import tqdm
 
-from dgro_lib.runs.archive import ARCHIVED, BASE_EVALS, archive_from_env, restore_base_eval, restore_runs
+from dgro_lib.runs.archive import (ARCHIVED, BASE_EVALS, archive_from_env, restore_base_eval, restore_runs,
+                                   stored_measurement)
 from dgro_lib.config import (ExperimentConfig, apply_overrides, check_runnable_here, config_to_dict, expand_sweep,
                      uses_reference_model)
 from dgro_lib.evaluate import eval_summary, evaluate_under_config, per_item_correct, protocol_for_config
@@ -286,13 +287,7 @@ def _stored_evaluation(model_path: str, ecfg: ExperimentConfig, records: list[di
                        path: Path) -> dict:
     """Evaluate ``model_path`` under ``ecfg.eval`` on ``records`` unless ``path`` holds that evaluation already
     (stored as :func:`_evaluate_model` makes it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):  # a second process asking for the same evaluation waits and reads it
-        if not path.exists() and path.parent.name == BASE_EVALS:  # a base evaluation the run archive may hold
-            restore_base_eval(model_path, path, archive_from_env(path.parent.parent))
-        if not path.exists():
-            write_json(path, _evaluate_model(ecfg, model_path, records, protocol))
-    return json.loads(path.read_text())
+    return stored_measurement(path, model_path, lambda: _evaluate_model(ecfg, model_path, records, protocol))
 
 
 def _evaluation_spec(spec: Sequence) -> tuple[dict[str, Any], int | None, dict[str, Any]]:
