@@ -52,6 +52,7 @@ workers = None  # parallel runs (default: the params file's `workers`)
 from dgro_lib.analysis.learning import arm_summary
 from dgro_lib.analysis.plots import grad_ratio_figure, learning_bands_figure, learning_curves, save_figure
 from dgro_lib.analysis.probes import sweep_point_labels
+from dgro_lib.config import point_keys
 from dgro_lib.papers.dgro_fig2_beta import claims
 from dgro_lib.papers.learning import read_learning_runs
 from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, show_claims
@@ -59,7 +60,7 @@ from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dgro_fig2_beta", profile, output_dir)
 t = cfg.train
-keys = [k for key in cfg.sweep for k in key.split("|")]  # loss.kwargs.beta1, loss.kwargs.beta2
+keys = point_keys(*cfg.sweep)  # loss.kwargs.beta1, loss.kwargs.beta2
 print(f"profile={profile}  {len(cfg.seeds)} seeds x {cfg.sweep}")
 print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) per rollout batch of "
       f"{t.prompts_per_step} x {t.num_generations}; {t.max_steps} optimizer steps at T = {t.temperature}; "

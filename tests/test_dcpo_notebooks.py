@@ -71,6 +71,22 @@ def test_sweep_labels_name_each_arm_and_refuse_a_mismatch():
         sweep_labels(bad)
 
 
+def test_an_entrys_own_seeds_do_not_enter_its_label():
+    # Fig. 3 gives online DPO more seeds through "loss|reward.scheme|seeds": the arms keep their names
+    from dgro_lib.analysis.probes import point_labels
+    from dgro_lib.config import apply_overrides
+
+    cfg = load_config(find_params("dgro_fig3_methods", "ci"))
+    (key, entries), = cfg.sweep.items()
+    own = [[*e, [0, 1, 2][:i + 1]] for i, e in enumerate(entries)]
+    joined = apply_overrides(cfg, {"sweep": {f"{key}|seeds": own}})
+    rows = pd.DataFrame([point for point, _, _ in expand_sweep(joined)])
+    want = [lab for i, lab in enumerate(cfg.extra["labels"]) for _ in range(min(i + 1, 3))]
+    assert list(sweep_labels(joined, key=f"{key}|seeds")(rows)) == want
+    assert list(sweep_labels(cfg, key=key)(rows)) == want  # the same runs, named alike with or without own seeds
+    assert point_labels(rows, list(joined.sweep)).tolist() == point_labels(rows, list(cfg.sweep)).tolist()
+
+
 def test_select_backbone_narrows_to_one_model_with_the_same_runs():
     cfg = load_config(find_params("dcpo_table2_main", "paper"))
     full = {run_key(c, s) for _, s, c in expand_sweep(cfg) if c.model.path == "Qwen/Qwen3-4B"}

@@ -163,7 +163,10 @@ def sweep_labels(cfg, *, key: str = "loss"):
     """A labeler for a sweep over one key (default ``loss``), or one axis of joined keys (``"a|b"``, whose entries
     set ``a`` and ``b`` together): the row's value of ``key`` (of each joined key) -> the name at the same position
     of the params' ``labels`` knob. Returns ``fn(df) -> Series`` for the notebooks' ``labeler=`` arguments. A missing
-    or mis-sized ``labels`` is an error naming both lengths."""
+    or mis-sized ``labels`` is an error naming both lengths. A ``seeds`` joined into ``key`` (an entry's own seeds)
+    does not name the arm: it is not part of the point."""
+    from dgro_lib.config import point_keys
+
     values = cfg.sweep.get(key)
     labels = cfg.extra.get("labels")
     if values is None:
@@ -173,8 +176,10 @@ def sweep_labels(cfg, *, key: str = "loss"):
                          f"({len(values)} values, labels {labels!r})")
     if len(set(labels)) != len(labels):
         raise ValueError(f"{cfg.name}: extra.labels has duplicates: {labels}")
-    parts = key.split("|")
-    names = {_canon(v if len(parts) > 1 else [v]): lab for v, lab in zip(values, labels)}
+    joined = [k.strip() for k in key.split("|")]
+    parts = point_keys(key)
+    names = {_canon([x for k, x in zip(joined, v) if k != "seeds"] if len(joined) > 1 else [v]): lab
+             for v, lab in zip(values, labels)}
 
     def fn(df: pd.DataFrame) -> pd.Series:
         def one(row):

@@ -113,7 +113,9 @@ def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str], scheme: str
     (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that points differing only in their data
     are not pooled into one row."""
     labels = method_labels(df, loss=loss, scheme=scheme)
-    other = [k for key in keys for k in key.split("|") if k not in ("loss", "reward.scheme")]
+    from dgro_lib.config import point_keys
+
+    other = [k for k in point_keys(*keys) if k not in ("loss", "reward.scheme")]
     if not other:
         return labels
     return labels + df.apply(lambda r: " on " + ", ".join(str(r[k]) for k in other), axis=1)

@@ -203,8 +203,11 @@ __all__ += ["point_labels", "rl_map_table", "protocol_frame", "base_models"]
 
 def point_labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     """A short label per row from its sweep-point columns: ``learning_rate=3e-05, temperature=1.0``; the keys of a
-    joined sweep axis (``a|b``) may be given joined."""
-    cols = [k for key in keys for k in key.split("|")]
+    joined sweep axis (``a|b``) may be given joined, and a sweep key's ``seeds`` is not a column
+    (:func:`~dgro_lib.config.point_keys`)."""
+    from dgro_lib.config import point_keys
+
+    cols = point_keys(*keys)
     # column by column: a row of an all-numeric frame is upcast to float (prompts_per_step=4 would read 4.0)
     parts = [[f"{c.split('.')[-1]}={v}" for v in df[c].tolist()] for c in cols]
     return pd.Series([", ".join(row) for row in zip(*parts)] if cols else [""] * len(df), index=df.index,

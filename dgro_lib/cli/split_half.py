@@ -12,7 +12,7 @@ import dataclasses
 import sys
 import tempfile
 
-from dgro_lib.config import find_params, load_config
+from dgro_lib.config import find_params, load_config, point_keys
 from dgro_lib.util.files import atomic_write
 from dgro_lib.util.paths import OUTPUTS
 
@@ -30,7 +30,7 @@ def _builder(name, cfg, result):
     from dgro_lib.report.claims import judge_claims
     from dgro_lib.runs.experiment import evaluate_runs
 
-    keys = [k for key in cfg.sweep for k in key.split("|")]
+    keys = point_keys(*cfg.sweep)
     greedy = evaluate_runs(result, cfg, cfg.knobs.greedy_eval.overrides())  # stored beside each run: read back
     _, lab, greedy, learning = read_learning_runs(cfg, result, greedy)
     k, base = cfg.knobs, result.base["correct"]

@@ -27,7 +27,7 @@ from dgro_lib.util.typed import ConfigError, build_dataclass
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "expand_sweep", "find_params",
            "PARAMS_DIR_ENV",
-           "SWEEP_JOIN"]
+           "SWEEP_JOIN", "point_keys"]
 
 
 def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
@@ -240,6 +240,13 @@ def apply_overrides(cfg: ExperimentConfig, overrides: dict[str, Any], *, source:
 
 SWEEP_JOIN = "|"
 """Joins dotted keys into one sweep key whose values vary together (see ``ExperimentConfig.sweep``)."""
+
+
+def point_keys(*sweep_keys: str) -> list[str]:
+    """The dotted keys that ``sweep_keys`` set in each sweep point (the columns a run's row carries), in order: each
+    key's ``|``-joined parts, stripped, less ``seeds`` (a point's own seeds say how many runs it has and are not part
+    of the point: :func:`expand_sweep`)."""
+    return [k.strip() for key in sweep_keys for k in key.split(SWEEP_JOIN) if k.strip() != "seeds"]
 
 
 def _sweep_axes(cfg: ExperimentConfig) -> list[list[dict[str, Any]]]:

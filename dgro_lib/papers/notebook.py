@@ -17,11 +17,12 @@ import pandas as pd
 
 from dgro_lib.analysis.plots import save_figure, verdict_figure
 from dgro_lib.config import find_params, load_config
+from dgro_lib.config.load import expand_sweep
 from dgro_lib.config.schema import ExperimentConfig
 from dgro_lib.models.standins import standin_record
 from dgro_lib.report.claims import claims_display, write_claims
 
-__all__ = ["open_notebook", "model_label", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
+__all__ = ["open_notebook", "model_label", "seeds_per_point", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
 
 
 def open_notebook(name: str, profile: str, output_dir: str | Path | None = None) -> tuple[ExperimentConfig, Path]:
@@ -41,6 +42,16 @@ def model_label(cfg: ExperimentConfig) -> str:
     if (record := standin_record(path)) is not None:
         return f"a stand-in for {record['stands_in_for']}"
     return Path(path).name if Path(path).is_dir() else path
+
+
+def seeds_per_point(cfg: ExperimentConfig) -> list[int]:
+    """How many seeds each sweep point of ``cfg`` runs, in sweep order: the top-level ``seeds`` unless the point's
+    sweep entry carries its own (a sweep key joined with ``seeds``), so a notebook says what it trains per arm."""
+    counts: dict[str, int] = {}
+    for point, _seed, _cfg in expand_sweep(cfg):
+        key = repr(sorted(point.items()))
+        counts[key] = counts.get(key, 0) + 1
+    return list(counts.values())
 
 
 def show_claims(out: str | Path, rows: Sequence[dict]) -> pd.DataFrame:
