@@ -81,9 +81,9 @@ fig
 # ## Verdicts
 # The training run is the unit: each claim is a difference of run means, seed for seed on the seeds both methods
 # hold (the comparisons with online DPO have more: its final accuracy spreads most over seeds), with a 95 %
-# interval over seeds (and held-out puzzles, for accuracy), judged by one rule (`dgro_lib.report.verdict`). Holm's correction runs over the paper's claims as one family and the project's checks
-# (GRPO against online DPO, which the paper's text never states, and the greedy reading) as another; an "at most"
-# claim is tested one-sidedly against its margin inside the same family. MDE: the smallest difference these seeds
+# interval over seeds (and held-out puzzles, for accuracy), judged by one rule (`dgro_lib.report.verdict`). Holm's
+# correction runs over the paper's claims as one family and the project's checks (GRPO against online DPO, which the
+# paper's text never states, and the greedy reading) as another; an "at most" claim is tested one-sidedly against its margin inside the same family. MDE: the smallest difference these seeds
 # detect with 80 % power.
 
 # %%

@@ -165,7 +165,7 @@ def sweep_labels(cfg, *, key: str = "loss"):
     of the params' ``labels`` knob. Returns ``fn(df) -> Series`` for the notebooks' ``labeler=`` arguments. A missing
     or mis-sized ``labels`` is an error naming both lengths. A ``seeds`` joined into ``key`` (an entry's own seeds)
     does not name the arm: it is not part of the point."""
-    from dgro_lib.config import point_keys
+    from dgro_lib.config import point_keys, sweep_entries
 
     values = cfg.sweep.get(key)
     labels = cfg.extra.get("labels")
@@ -176,10 +176,8 @@ def sweep_labels(cfg, *, key: str = "loss"):
                          f"({len(values)} values, labels {labels!r})")
     if len(set(labels)) != len(labels):
         raise ValueError(f"{cfg.name}: extra.labels has duplicates: {labels}")
-    joined = [k.strip() for k in key.split("|")]
     parts = point_keys(key)
-    names = {_canon([x for k, x in zip(joined, v) if k != "seeds"] if len(joined) > 1 else [v]): lab
-             for v, lab in zip(values, labels)}
+    names = {_canon([entry[k] for k in parts]): lab for entry, lab in zip(sweep_entries(cfg, key), labels)}
 
     def fn(df: pd.DataFrame) -> pd.Series:
         def one(row):

@@ -112,9 +112,9 @@ def run_labels(df: pd.DataFrame, *, loss: dict, keys: Sequence[str], scheme: str
     and ``scheme`` are the config's, for a sweep that varies neither), followed by the values of the other swept keys
     (``DGRO [-3,3] on deepscaler`` for a sweep over ``data.math_train``), so that points differing only in their data
     are not pooled into one row."""
-    labels = method_labels(df, loss=loss, scheme=scheme)
     from dgro_lib.config import point_keys
 
+    labels = method_labels(df, loss=loss, scheme=scheme)
     other = [k for k in point_keys(*keys) if k not in ("loss", "reward.scheme")]
     if not other:
         return labels

@@ -10,7 +10,7 @@ Loading is strict: an unknown key, a missing required key or a value of the wron
 
 from dgro_lib.config.checks import check_runnable_here, eval_placement, uses_reference_model, vllm_max_model_length
 from dgro_lib.config.load import (SWEEP_JOIN, apply_overrides, config_from_dict, config_to_dict, expand_sweep,
-                                  find_params, load_config, point_keys)
+                                  find_params, load_config, point_keys, sweep_entries)
 from dgro_lib.config.schema import (DISTRIBUTED, KINDS, DataConfig, EvalConfig, ExperimentConfig, LossConfig,
                                     ModelConfig, RewardConfig, TrainConfig)
 from dgro_lib.util.typed import ConfigError
@@ -36,6 +36,7 @@ __all__ = [
     "eval_placement",
     "SWEEP_JOIN",
     "point_keys",
+    "sweep_entries",
     "DISTRIBUTED",
     "KINDS",
 ]

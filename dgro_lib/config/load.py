@@ -27,7 +27,7 @@ from dgro_lib.util.typed import ConfigError, build_dataclass
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "expand_sweep", "find_params",
            "PARAMS_DIR_ENV",
-           "SWEEP_JOIN", "point_keys"]
+           "SWEEP_JOIN", "point_keys", "sweep_entries"]
 
 
 def config_from_dict(data: dict, *, source: str = "<dict>") -> ExperimentConfig:
@@ -247,6 +247,13 @@ def point_keys(*sweep_keys: str) -> list[str]:
     key's ``|``-joined parts, stripped, less ``seeds`` (a point's own seeds say how many runs it has and are not part
     of the point: :func:`expand_sweep`)."""
     return [k.strip() for key in sweep_keys for k in key.split(SWEEP_JOIN) if k.strip() != "seeds"]
+
+
+def sweep_entries(cfg: ExperimentConfig, key: str) -> list[dict[str, Any]]:
+    """The entries of ``cfg.sweep[key]`` as the part of a sweep point each sets (``{dotted key: value}``, in order;
+    an entry's own ``seeds`` left out, as :func:`expand_sweep` leaves them out of the point)."""
+    axis = _sweep_axes(cfg)[list(cfg.sweep).index(key)]
+    return [{k: v for k, v in entry.items() if k != "seeds"} for entry in axis]
 
 
 def _sweep_axes(cfg: ExperimentConfig) -> list[list[dict[str, Any]]]:

@@ -16,13 +16,13 @@ from typing import Sequence
 import pandas as pd
 
 from dgro_lib.analysis.plots import save_figure, verdict_figure
-from dgro_lib.config import find_params, load_config
-from dgro_lib.config.load import expand_sweep
+from dgro_lib.config import expand_sweep, find_params, load_config
 from dgro_lib.config.schema import ExperimentConfig
 from dgro_lib.models.standins import standin_record
 from dgro_lib.report.claims import claims_display, write_claims
 
-__all__ = ["open_notebook", "model_label", "seeds_per_point", "show_claims", "verdict_table", "statement_table", "draw_verdicts"]
+__all__ = ["open_notebook", "model_label", "seeds_per_point", "show_claims", "verdict_table", "statement_table",
+           "draw_verdicts"]
 
 
 def open_notebook(name: str, profile: str, output_dir: str | Path | None = None) -> tuple[ExperimentConfig, Path]:

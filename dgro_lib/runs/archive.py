@@ -50,7 +50,8 @@ from dgro_lib.models.committed import committed_bases, weights_digest
 from dgro_lib.util.paths import OUTPUTS, REPO
 from dgro_lib.runs.store import config_diff
 
-__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs", "archive_base_evals", "stored_measurement", "needs_fractions", "restore_runs",
+__all__ = ["compare_replicates", "outcomes_digest", "ARCHIVE_ENV", "ARCHIVED", "REPLICATES", "BASE_EVALS", "archive_runs",
+           "archive_base_evals", "stored_measurement", "needs_fractions", "restore_runs",
            "restore_base_eval", "replicates", "weights_digest", "archive_from_env", "machine_kind", "restorable"]
 
 ARCHIVE_ENV = "DGRO_RUN_ARCHIVE"

@@ -14,8 +14,8 @@ from dgro_lib.models.committed import committed_base, weights_digest
 from dgro_lib.util.paths import REPO
 from dgro_lib.tasks import get_task, puzzle_key
 
-__all__ = ["resolve_model_path", "model_identity", "expected_base_digest", "load_train_records", "load_eval_records", "load_eval_model",
-           "close_eval_model", "puzzle_key"]
+__all__ = ["resolve_model_path", "model_identity", "expected_base_digest", "load_train_records", "load_eval_records",
+           "load_eval_model", "close_eval_model", "puzzle_key"]
 
 
 def model_identity(cfg: ExperimentConfig, model_path: str) -> str:

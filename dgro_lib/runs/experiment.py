@@ -421,18 +421,17 @@ def base_model_tables(cfg: ExperimentConfig, store: str | Path, *, prompts: int,
                 "batch_size": cfg.eval.batch_size, "prompts": prompts, "samples": samples,
                 "temperature": temperature}
     path = Path(store) / BASE_EVALS / f"{base_evaluation_key(model_identity(cfg, model_path), protocol, records)}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        restore_base_eval(model_path, path, archive_from_env(store))
-        if not path.exists():  # the notebook's own thread count, as before the tables were stored
-            model, tokenizer = load_eval_model(cfg, model_path)
-            try:
-                greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
-                rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=prompts, samples=samples,
-                                                  temperature=temperature)
-            finally:
-                close_eval_model(model)
-            write_json(path, {"greedy": greedy.to_dict("records"), "rates": rates.to_dict("records"),
-                              "protocol": protocol, "model_path": str(model_path)})
-    stored = json.loads(path.read_text())
+
+    def measure() -> dict[str, Any]:  # the notebook's own thread count, as before the tables were stored
+        model, tokenizer = load_eval_model(cfg, model_path)
+        try:
+            greedy = greedy_accuracy_by_people(model, tokenizer, records, cfg)
+            rates = sampled_success_by_people(model, tokenizer, records, cfg, prompts=prompts, samples=samples,
+                                              temperature=temperature)
+        finally:
+            close_eval_model(model)
+        return {"greedy": greedy.to_dict("records"), "rates": rates.to_dict("records"), "protocol": protocol,
+                "model_path": str(model_path)}
+
+    stored = stored_measurement(path, model_path, measure)
     return pd.DataFrame(stored["greedy"]), pd.DataFrame(stored["rates"])
