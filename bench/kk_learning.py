@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             "train_first10", "train_last10", "train_rise", "greedy_base", "greedy_final", "len_first10",
             "len_last10", "ent_first10", "ent_last10", "minutes", "minutes_max", "d_speed", "d_speed_lo",
             "d_speed_hi", "mde_speed", "d_final", "d_final_lo", "d_final_hi", "mde_final", "meets_targets"]
-    print(table[cols].round(3).to_string(index=False))
+    print(table.reindex(columns=cols).round(3).to_string(index=False))  # one arm: no contrasts, NaN
     print(f"targets (arms that meet them all: {', '.join(table.loc[table['meets_targets'], 'arm']) or 'none'}): "
           f"sampled rise >= {TARGETS['sampled_rise']:g} points, training-accuracy rise >= "
           f"{TARGETS['train_rise']:g} points, <= {TARGETS['minutes']:g} min a run (one core)")

@@ -153,3 +153,19 @@ def test_a_notebooks_runs_are_read_with_their_sweep_labels_and_a_median_arm(tmp_
     assert kl.median_arm(even)["arm"] == "d"  # rises 1, 2, 3, 4: the lower middle one, 2
     with pytest.raises(SystemExit, match="--notebook 'dgro_fig9': not one of the K&K learning notebooks"):
         kl.main(["--notebook", "dgro_fig9"])
+
+
+def test_a_params_file_of_one_arm_prints_its_figures_without_contrasts(tmp_path, capsys):
+    """A params copy that trains one arm (a block of seeds for one point) has no arm to compare with: its table
+    prints the contrast columns empty instead of failing on them."""
+    import yaml
+
+    kl = load("kk_learning")
+    d = yaml.safe_load(open("params/cpu/dgro_fig2_beta.yaml"))
+    (key, entries), = d["sweep"].items()
+    d["sweep"] = {key: [[*entries[-1][:2], [0, 1]]]}  # (0.1, 0.01), seeds 0-1: archived
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(d))
+    table = kl.main(["--params", str(tmp_path / "one.yaml"), "--store", str(tmp_path / "runs")])
+    assert list(table["arm"]) == ["beta1=0.1, beta2=0.01"] and list(table["seeds"]) == [2]
+    out = capsys.readouterr().out
+    assert "d_speed" in out and "median arm (by sampled rise, of 1)" in out
