@@ -50,13 +50,12 @@ from dgro_lib.analysis.learning import arm_summary
 from dgro_lib.analysis.plots import grad_ratio_figure, learning_bands_figure, learning_curves, save_figure
 from dgro_lib.papers.dgro_fig1_beta2_acting import claims
 from dgro_lib.papers.learning import read_learning_runs
-from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, seeds_per_point, show_claims
+from dgro_lib.papers.notebook import arms_and_seeds, draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dgro_fig1_beta2_acting", profile, output_dir)
 t, k = cfg.train, cfg.knobs
-print(f"profile={profile}  {len(k.labels)} arms (seeds): "
-      f"{', '.join(f'{a} ({n})' for a, n in zip(k.labels, seeds_per_point(cfg)))}")
+print(f"profile={profile}  {len(k.labels)} arms (seeds): {arms_and_seeds(k.labels, cfg)}")
 print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) per rollout batch of "
       f"{t.prompts_per_step} x {t.num_generations}; {t.max_steps} optimizer steps at T = {t.temperature}; "
       f"loss={cfg.loss.name} {cfg.loss.kwargs}")
@@ -86,9 +85,9 @@ fig
 # %% [markdown]
 # ## Verdicts
 # As in the first part: the training run is the unit, each claim a difference of run means seed for seed (on the
-# seeds both ranges hold) with a 95 % interval over seeds (and puzzles, for accuracy), one rule (`dgro_lib.report.verdict`), Holm over the paper's
-# claims and, separately, over the project's (the greedy reading); MDE: the smallest difference these seeds detect
-# with 80 % power.
+# seeds both ranges hold) with a 95 % interval over seeds (and puzzles, for accuracy), one rule
+# (`dgro_lib.report.verdict`), Holm over the paper's claims and, separately, over the project's (the greedy reading);
+# MDE: the smallest difference these seeds detect with 80 % power.
 
 # %%
 table = show_claims(out, claims(labelled.finals, result.base["correct"], greedy, learning, schemes=k.labels,

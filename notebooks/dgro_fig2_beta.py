@@ -55,15 +55,14 @@ from dgro_lib.analysis.probes import sweep_point_labels
 from dgro_lib.config import point_keys
 from dgro_lib.papers.dgro_fig2_beta import claims
 from dgro_lib.papers.learning import read_learning_runs
-from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, seeds_per_point, show_claims
+from dgro_lib.papers.notebook import arms_and_seeds, draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dgro_fig2_beta", profile, output_dir)
 t = cfg.train
 keys = point_keys(*cfg.sweep)  # loss.kwargs.beta1, loss.kwargs.beta2
 order = sweep_point_labels(cfg, keys)  # the params' order, for the legends and tables
-print(f"profile={profile}  {len(order)} points (seeds): "
-      f"{', '.join(f'{a} ({n})' for a, n in zip(order, seeds_per_point(cfg)))}")
+print(f"profile={profile}  {len(order)} points (seeds): {arms_and_seeds(order, cfg)}")
 print(f"optimizer: Adam lr={t.learning_rate}; {t.updates_per_rollout} update(s) per rollout batch of "
       f"{t.prompts_per_step} x {t.num_generations}; {t.max_steps} optimizer steps at T = {t.temperature}; "
       f"loss={cfg.loss.name} {cfg.loss.kwargs}; reward {cfg.reward.scheme}")
@@ -95,9 +94,8 @@ fig
 # (the points of the paper's claims have more: their final accuracy needs them for a 3-point MDE), with a 95 %
 # interval over seeds (and held-out puzzles, for accuracy), judged by one rule (`dgro_lib.report.verdict`). Holm's
 # correction runs over the paper's claims as one family and the project's checks (only β2/β1 matters under Adam, the
-# greedy reading) as another; a claim of no difference is reproduced when both
-# one-sided tests against ±2 points (TOST) pass inside its family. MDE: the smallest difference these seeds detect
-# with 80 % power.
+# greedy reading) as another; a claim of no difference is reproduced when both one-sided tests against ±2 points
+# (TOST) pass inside its family. MDE: the smallest difference these seeds detect with 80 % power.
 
 # %%
 table = show_claims(out, claims(labelled.finals, result.base["correct"], greedy, learning, keys=keys))

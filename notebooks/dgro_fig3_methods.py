@@ -45,14 +45,14 @@ from dgro_lib.analysis.learning import arm_summary
 from dgro_lib.analysis.plots import learning_bands_figure, learning_curves, save_figure
 from dgro_lib.papers.dgro_fig3_methods import claims
 from dgro_lib.papers.learning import read_learning_runs
-from dgro_lib.papers.notebook import draw_verdicts, model_label, open_notebook, seeds_per_point, show_claims
+from dgro_lib.papers.notebook import arms_and_seeds, draw_verdicts, model_label, open_notebook, show_claims
 from dgro_lib.runs.experiment import evaluate_runs, run_experiment
 
 cfg, out = open_notebook("dgro_fig3_methods", profile, output_dir)
 t, k = cfg.train, cfg.knobs
 dgro = [a for a in k.labels if a not in (k.grpo, k.online_dpo)]
 print(f"profile={profile}  {len(k.labels)} methods (seeds): "
-      f"{', '.join(f'{a} ({n})' for a, n in zip(k.labels, seeds_per_point(cfg)))}; "
+      f"{arms_and_seeds(k.labels, cfg)}; "
       f"{t.max_steps} steps of {t.prompts_per_step} x {t.num_generations} at T = {t.temperature}, Adam lr "
       f"{t.learning_rate}")
 
@@ -83,8 +83,8 @@ fig
 # hold (the comparisons with online DPO have more: its final accuracy spreads most over seeds), with a 95 %
 # interval over seeds (and held-out puzzles, for accuracy), judged by one rule (`dgro_lib.report.verdict`). Holm's
 # correction runs over the paper's claims as one family and the project's checks (GRPO against online DPO, which the
-# paper's text never states, and the greedy reading) as another; an "at most" claim is tested one-sidedly against its margin inside the same family. MDE: the smallest difference these seeds
-# detect with 80 % power.
+# paper's text never states, and the greedy reading) as another; an "at most" claim is tested one-sidedly against
+# its margin inside the same family. MDE: the smallest difference these seeds detect with 80 % power.
 
 # %%
 table = show_claims(out, claims(labelled.finals, result.base["correct"], greedy, learning, dgro=dgro, grpo=k.grpo,

@@ -217,8 +217,11 @@ def test_a_sweep_entry_may_carry_its_own_seeds(tmp_path):
     assert got == {("grpo", "[-1,1]"): [0, 1, 2, 3], ("grpo", "[-3,3]"): [0, 1, 2, 3],
                    ("dcpo", "[-1,1]"): [0, 1], ("dcpo", "[-3,3]"): [0, 1]}
     # what a notebook prints per arm, in sweep order
-    from dgro_lib.papers.notebook import seeds_per_point
+    from dgro_lib.papers.notebook import arms_and_seeds, seeds_per_point
     assert seeds_per_point(cfg) == [4, 4, 2, 2]
+    assert arms_and_seeds(list("abcd"), cfg) == "a (4), b (4), c (2), d (2)"
+    with pytest.raises(ValueError, match="3 labels .* for 4 sweep points"):
+        arms_and_seeds(list("abc"), cfg)
     # a point's own seeds do not change its runs: seed 1 of grpo / [-1,1] is the run a plain sweep names
     from dgro_lib.runs.store import run_key
     keys = {(p["loss.name"], p["reward.scheme"], s): run_key(c, s) for p, s, c in runs}

@@ -21,8 +21,8 @@ from dgro_lib.config.schema import ExperimentConfig
 from dgro_lib.models.standins import standin_record
 from dgro_lib.report.claims import claims_display, write_claims
 
-__all__ = ["open_notebook", "model_label", "seeds_per_point", "show_claims", "verdict_table", "statement_table",
-           "draw_verdicts"]
+__all__ = ["open_notebook", "model_label", "seeds_per_point", "arms_and_seeds", "show_claims", "verdict_table",
+           "statement_table", "draw_verdicts"]
 
 
 def open_notebook(name: str, profile: str, output_dir: str | Path | None = None) -> tuple[ExperimentConfig, Path]:
@@ -52,6 +52,15 @@ def seeds_per_point(cfg: ExperimentConfig) -> list[int]:
         key = repr(sorted(point.items()))
         counts[key] = counts.get(key, 0) + 1
     return list(counts.values())
+
+
+def arms_and_seeds(labels: Sequence[str], cfg: ExperimentConfig) -> str:
+    """``"label (seeds), ..."``: each arm's label beside its :func:`seeds_per_point`, the line a notebook prints
+    before training. ``labels`` name the sweep points in order; a count that differs is an error naming both."""
+    counts = seeds_per_point(cfg)
+    if len(labels) != len(counts):
+        raise ValueError(f"{cfg.name}: {len(labels)} labels {list(labels)!r} for {len(counts)} sweep points")
+    return ", ".join(f"{a} ({n})" for a, n in zip(labels, counts))
 
 
 def show_claims(out: str | Path, rows: Sequence[dict]) -> pd.DataFrame:
